@@ -1,0 +1,1 @@
+//! JSONL backend (SPEC §3).

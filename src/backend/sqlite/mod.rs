@@ -1,0 +1,1 @@
+//! SQLite backend, schema 17 (SPEC §4).

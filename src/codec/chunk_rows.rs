@@ -1,0 +1,1 @@
+//! Chunk-row packing (SPEC §2).

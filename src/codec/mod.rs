@@ -1,0 +1,3 @@
+//! Storage codecs.
+
+pub mod chunk_rows;

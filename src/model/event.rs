@@ -1,0 +1,488 @@
+//! The event envelope (SPEC §1.1) and its text form.
+//!
+//! An [`Event`] keeps `data` (and the surface fields) as JSON text: the load
+//! path never builds a value tree. The envelope's key order is remembered so an
+//! event handed in whole (or read from disk) is written back byte for byte.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::json::{self, JsonText, Scanner};
+use super::vocabulary;
+
+/// An event type name. Known types are static strings (no allocation on load).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct EventType(TypeRepr);
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum TypeRepr {
+    Static(&'static str),
+    Owned(Arc<str>),
+}
+
+impl EventType {
+    /// Interns `name`: a known type (or a packed-row tag) costs no allocation.
+    pub fn new(name: &str) -> Self {
+        match vocabulary::static_name(name) {
+            Some(s) => EventType(TypeRepr::Static(s)),
+            None => EventType(TypeRepr::Owned(Arc::from(name))),
+        }
+    }
+
+    pub const fn known(name: &'static str) -> Self {
+        EventType(TypeRepr::Static(name))
+    }
+
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            TypeRepr::Static(s) => s,
+            TypeRepr::Owned(s) => s,
+        }
+    }
+}
+
+impl PartialEq<str> for EventType {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for EventType {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl std::fmt::Debug for EventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for EventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One envelope key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Key {
+    Type = 0,
+    Seq = 1,
+    Time = 2,
+    Data = 3,
+    SourceEventSeqs = 4,
+    SurfaceOp = 5,
+    Ignorable = 6,
+}
+
+impl Key {
+    const ALL: [Key; 7] = [
+        Key::Type,
+        Key::Seq,
+        Key::Time,
+        Key::Data,
+        Key::SourceEventSeqs,
+        Key::SurfaceOp,
+        Key::Ignorable,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Key::Type => "type",
+            Key::Seq => "seq",
+            Key::Time => "time",
+            Key::Data => "data",
+            Key::SourceEventSeqs => "sourceEventSeqs",
+            Key::SurfaceOp => "surfaceOp",
+            Key::Ignorable => "ignorable",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Key> {
+        Key::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// The order in which an event's envelope keys are written: a permutation of
+/// all seven keys (absent keys are skipped when writing).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct KeyOrder([Key; 7]);
+
+impl KeyOrder {
+    /// Live `Session.append` order: `type, seq, time, data, sourceEventSeqs,
+    /// surfaceOp, ignorable`. Also the order of events rebuilt from SQLite.
+    pub const LIVE: KeyOrder = KeyOrder(Key::ALL);
+    /// Synthetic closers: `surfaceOp` before `sourceEventSeqs`.
+    pub const CLOSER: KeyOrder = KeyOrder([
+        Key::Type,
+        Key::Seq,
+        Key::Time,
+        Key::Data,
+        Key::SurfaceOp,
+        Key::SourceEventSeqs,
+        Key::Ignorable,
+    ]);
+
+    /// Builds an order from the keys as they appeared; keys that did not
+    /// appear follow in [`KeyOrder::LIVE`] order.
+    pub fn from_seen(seen: &[Key]) -> KeyOrder {
+        let mut out = [Key::Type; 7];
+        let mut n = 0;
+        for &k in seen {
+            if !out[..n].contains(&k) {
+                out[n] = k;
+                n += 1;
+            }
+        }
+        for k in Key::ALL {
+            if !out[..n].contains(&k) {
+                out[n] = k;
+                n += 1;
+            }
+        }
+        KeyOrder(out)
+    }
+
+    pub fn keys(&self) -> &[Key; 7] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for KeyOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|k| k.name()))
+            .finish()
+    }
+}
+
+/// One session event.
+///
+/// `surface_op` and `source_event_seqs` are kept as JSON text: a stored log may
+/// hold malformed values that `read_from` must still return verbatim; the
+/// surface rules ([`super::surface`]) parse them where they apply.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub event_type: EventType,
+    pub seq: u64,
+    pub time: i64,
+    pub data: JsonText,
+    pub source_event_seqs: Option<JsonText>,
+    pub surface_op: Option<JsonText>,
+    pub ignorable: bool,
+    pub key_order: KeyOrder,
+}
+
+/// Why a record's envelope was refused (SPEC §1.8). The message names the
+/// problem; the caller adds the line/seq context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvelopeError {
+    /// The text is not a JSON object.
+    Syntax(String),
+    /// A JSON object that is not a valid event envelope.
+    Invalid(String),
+}
+
+impl std::fmt::Display for EnvelopeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EnvelopeError::Syntax(m) | EnvelopeError::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
+impl Event {
+    /// A new event in live key order.
+    pub fn new(event_type: EventType, seq: u64, time: i64, data: JsonText) -> Self {
+        Event {
+            event_type,
+            seq,
+            time,
+            data,
+            source_event_seqs: None,
+            surface_op: None,
+            ignorable: false,
+            key_order: KeyOrder::LIVE,
+        }
+    }
+
+    pub fn type_str(&self) -> &str {
+        self.event_type.as_str()
+    }
+
+    /// Parses an event envelope from JSON object text, checking the envelope
+    /// rules of SPEC §1.8: keys only from the seven envelope keys, `type` a
+    /// string, `seq` a non-negative safe integer, `time` a safe integer, `data`
+    /// present, `ignorable` absent or `true`. Values are kept as raw text.
+    pub fn parse(text: &str) -> Result<Event, EnvelopeError> {
+        let mut s = Scanner::new(text);
+        let mut seen = [Key::Type; 7];
+        let mut n_seen = 0;
+        let mut ty: Option<&str> = None;
+        let mut seq = None;
+        let mut time = None;
+        let mut data = None;
+        let mut ses = None;
+        let mut sop = None;
+        let mut ignorable = None;
+        let mut bad_key: Option<String> = None;
+        let res = s.object(|k, s| {
+            let v = s.value()?;
+            let key = Key::from_name(&k.decode());
+            match key {
+                None => {
+                    if bad_key.is_none() {
+                        bad_key = Some(k.decode().into_owned());
+                    }
+                    return Ok(());
+                }
+                Some(key) => {
+                    if seen[..n_seen].contains(&key) {
+                        if bad_key.is_none() {
+                            bad_key = Some(format!("{} (duplicate)", key.name()));
+                        }
+                        return Ok(());
+                    }
+                    seen[n_seen] = key;
+                    n_seen += 1;
+                    match key {
+                        Key::Type => ty = Some(v),
+                        Key::Seq => seq = Some(v),
+                        Key::Time => time = Some(v),
+                        Key::Data => data = Some(v),
+                        Key::SourceEventSeqs => ses = Some(v),
+                        Key::SurfaceOp => sop = Some(v),
+                        Key::Ignorable => ignorable = Some(v),
+                    }
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = res.and_then(|_| s.expect_end()) {
+            return Err(EnvelopeError::Syntax(e.to_string()));
+        }
+        let ty = ty.and_then(|v| json::as_str(v));
+        let ty = match ty {
+            Some(t) => t,
+            None => return Err(EnvelopeError::Invalid("event type must be a string".into())),
+        };
+        let type_name = ty.decode();
+        let seq = match seq.and_then(json::as_safe_uint) {
+            Some(v) => v,
+            None => {
+                return Err(EnvelopeError::Invalid(format!(
+                    "event {} seq must be a non-negative safe integer",
+                    json::quote(&type_name)
+                )));
+            }
+        };
+        if let Some(k) = bad_key {
+            return Err(EnvelopeError::Invalid(format!(
+                "event at seq {seq} has unexpected key {}",
+                json::quote(&k)
+            )));
+        }
+        let time = match time.and_then(json::as_safe_int) {
+            Some(v) => v,
+            None => {
+                return Err(EnvelopeError::Invalid(format!(
+                    "event at seq {seq} time must be a safe integer"
+                )));
+            }
+        };
+        let data = match data {
+            Some(v) => JsonText::from_trusted(v),
+            None => {
+                return Err(EnvelopeError::Invalid(format!(
+                    "event at seq {seq} has no data"
+                )));
+            }
+        };
+        let ignorable = match ignorable {
+            None => false,
+            Some(v) if json::is_true(v) => true,
+            Some(_) => {
+                return Err(EnvelopeError::Invalid(format!(
+                    "event at seq {seq} ignorable must be absent or true"
+                )));
+            }
+        };
+        Ok(Event {
+            event_type: EventType::new(&type_name),
+            seq,
+            time,
+            data,
+            source_event_seqs: ses.map(JsonText::from_trusted),
+            surface_op: sop.map(JsonText::from_trusted),
+            ignorable,
+            key_order: KeyOrder::from_seen(&seen[..n_seen]),
+        })
+    }
+
+    /// Appends the compact JSON text of the event in its key order.
+    pub fn write_json(&self, out: &mut String) {
+        out.push('{');
+        let mut first = true;
+        for &k in self.key_order.keys() {
+            let present = match k {
+                Key::SourceEventSeqs => self.source_event_seqs.is_some(),
+                Key::SurfaceOp => self.surface_op.is_some(),
+                Key::Ignorable => self.ignorable,
+                _ => true,
+            };
+            if !present {
+                continue;
+            }
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            out.push('"');
+            out.push_str(k.name());
+            out.push_str("\":");
+            match k {
+                Key::Type => json::write_string(out, self.event_type.as_str()),
+                Key::Seq => {
+                    let _ = write!(out, "{}", self.seq);
+                }
+                Key::Time => {
+                    let _ = write!(out, "{}", self.time);
+                }
+                Key::Data => out.push_str(self.data.as_str()),
+                Key::SourceEventSeqs => out.push_str(
+                    self.source_event_seqs
+                        .as_ref()
+                        .map_or("null", |t| t.as_str()),
+                ),
+                Key::SurfaceOp => {
+                    out.push_str(self.surface_op.as_ref().map_or("null", |t| t.as_str()))
+                }
+                Key::Ignorable => out.push_str("true"),
+            }
+        }
+        out.push('}');
+    }
+
+    /// The compact JSON text of the event.
+    pub fn to_json(&self) -> String {
+        let mut out = String::with_capacity(64 + self.data.as_str().len());
+        self.write_json(&mut out);
+        out
+    }
+
+    /// The raw text of a top-level field of `data`, if `data` is an object
+    /// holding it.
+    pub fn data_field(&self, key: &str) -> Option<&str> {
+        self.data.get(key)
+    }
+
+    /// `data.turn` as a safe integer, when present.
+    pub fn turn(&self) -> Option<i64> {
+        self.data_field("turn").and_then(json::as_safe_int)
+    }
+
+    /// `data.step` as a safe integer, when present.
+    pub fn step(&self) -> Option<i64> {
+        self.data_field("step").and_then(json::as_safe_int)
+    }
+}
+
+/// Writes `events` as a JSON array (`[e0,e1,…]`).
+pub fn write_events_array(out: &mut String, events: &[Event]) {
+    out.push('[');
+    for (i, e) in events.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        e.write_json(out);
+    }
+    out.push(']');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_keeps_text_and_order() {
+        let line = r#"{"type":"user/message","seq":2,"time":5,"data":{"b":1,"a":2},"surfaceOp":"append","sourceEventSeqs":[0]}"#;
+        let e = Event::parse(line).unwrap();
+        assert_eq!(e.event_type, "user/message");
+        assert_eq!(e.seq, 2);
+        assert_eq!(e.time, 5);
+        assert_eq!(e.data.as_str(), r#"{"b":1,"a":2}"#);
+        assert_eq!(e.to_json(), line);
+    }
+
+    #[test]
+    fn live_order_puts_source_seqs_before_surface_op() {
+        let mut e = Event::new(
+            EventType::new("tool/result"),
+            3,
+            -4,
+            JsonText::from_trusted("{}"),
+        );
+        e.surface_op = Some(JsonText::from_trusted("\"append\""));
+        e.source_event_seqs = Some(JsonText::from_trusted("[1]"));
+        assert_eq!(
+            e.to_json(),
+            r#"{"type":"tool/result","seq":3,"time":-4,"data":{},"sourceEventSeqs":[1],"surfaceOp":"append"}"#
+        );
+        e.key_order = KeyOrder::CLOSER;
+        assert_eq!(
+            e.to_json(),
+            r#"{"type":"tool/result","seq":3,"time":-4,"data":{},"surfaceOp":"append","sourceEventSeqs":[1]}"#
+        );
+        e.ignorable = true;
+        assert!(e.to_json().ends_with(r#","ignorable":true}"#));
+    }
+
+    #[test]
+    fn envelope_rules() {
+        let cases = [
+            (
+                r#"{"type":1,"seq":0,"time":0,"data":{}}"#,
+                "type must be a string",
+            ),
+            (
+                r#"{"type":"x","seq":-1,"time":0,"data":{}}"#,
+                "seq must be a non-negative safe integer",
+            ),
+            (
+                r#"{"type":"x","seq":9007199254740992,"time":0,"data":{}}"#,
+                "seq must be",
+            ),
+            (
+                r#"{"type":"x","seq":0,"time":1.5,"data":{}}"#,
+                "time must be a safe integer",
+            ),
+            (r#"{"type":"x","seq":0,"time":0}"#, "has no data"),
+            (
+                r#"{"type":"x","seq":0,"time":0,"data":{},"ignorable":false}"#,
+                "ignorable must be absent or true",
+            ),
+            (
+                r#"{"type":"x","seq":0,"time":0,"data":{},"extra":1}"#,
+                "unexpected key \"extra\"",
+            ),
+        ];
+        for (text, want) in cases {
+            let err = Event::parse(text).unwrap_err().to_string();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+        assert!(matches!(
+            Event::parse("{nope"),
+            Err(EnvelopeError::Syntax(_))
+        ));
+        assert!(matches!(Event::parse("[1]"), Err(EnvelopeError::Syntax(_))));
+    }
+
+    #[test]
+    fn type_interning() {
+        assert_eq!(EventType::new("turn/start").as_str(), "turn/start");
+        assert_eq!(EventType::new("future/x").as_str(), "future/x");
+    }
+}

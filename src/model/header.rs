@@ -1,0 +1,401 @@
+//! The per-session metadata (SPEC §1.2) and its JSONL header line (§3.2).
+
+use std::fmt::Write as _;
+
+use super::json::{self, JsonStr, Scanner};
+use crate::error::{Error, Result};
+
+/// `SESSION_FORMAT_VERSION`: the only log format version this build reads.
+pub const SESSION_FORMAT_VERSION: i64 = 0;
+
+/// Header fields a session carries. `version` is always
+/// [`SESSION_FORMAT_VERSION`] once validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionHeader {
+    pub id: String,
+    pub created_at: u64,
+    pub cwd: Option<String>,
+    pub parent_session: Option<String>,
+    pub seed_length: Option<u64>,
+    pub origin: Option<String>,
+    pub delegation_depth: Option<u64>,
+    pub agent_preset: Option<String>,
+}
+
+/// Where header text came from: the rules differ slightly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderSource {
+    /// A host's `create`/`start` call: `type` must be absent, `version` and
+    /// `createdAt` are optional (0 and now), unknown keys are rejected.
+    Host,
+    /// A JSONL header line: `type` must be `"session"`, `version`,
+    /// `createdAt` and `delegationDepth` are required.
+    JsonlLine,
+}
+
+fn meta_err(field: &str, rule: &str) -> Error {
+    Error::invalid(format!("session metadata {field} must be {rule}"))
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The refusal of a log written in another format version (SPEC §3.5).
+pub fn version_refusal(id: &str, version: &str, raw_log: Option<&str>) -> Error {
+    let v = version.trim();
+    let newer = json::as_f64(v).is_some_and(|n| n > SESSION_FORMAT_VERSION as f64);
+    let mut m = if newer {
+        format!(
+            "session {} uses log format v{v}, but this harness reads only v{SESSION_FORMAT_VERSION}: the log was written by a newer harness \u{2014} upgrade the harness to open it",
+            json::quote(id)
+        )
+    } else {
+        format!(
+            "session {} uses log format v{v}, older than the supported v{SESSION_FORMAT_VERSION}, and this build ships no upgrade path for it",
+            json::quote(id)
+        )
+    };
+    if let Some(p) = raw_log {
+        let _ = write!(m, " (raw log: {p})");
+    }
+    Error::FormatUnsupported(m)
+}
+
+impl SessionHeader {
+    /// A header with only the required fields.
+    pub fn new(id: impl Into<String>, created_at: u64) -> Self {
+        SessionHeader {
+            id: id.into(),
+            created_at,
+            cwd: None,
+            parent_session: None,
+            seed_length: None,
+            origin: None,
+            delegation_depth: None,
+            agent_preset: None,
+        }
+    }
+
+    /// Peeks `id` and `version` from header text without validating the rest,
+    /// so a foreign version is refused before anything else (SPEC §3.5).
+    /// Returns `(id, raw version text)` when both look usable.
+    pub fn peek_id_version(text: &str) -> Option<(String, String)> {
+        let mut id = None;
+        let mut version = None;
+        let mut s = Scanner::new(text);
+        s.object(|k, s| {
+            let v = s.value()?;
+            if k.eq_str("id") {
+                id = json::as_str(v).map(|t| t.decode().into_owned());
+            } else if k.eq_str("version") {
+                version = Some(v.to_string());
+            }
+            Ok(())
+        })
+        .ok()?;
+        Some((id?, version?))
+    }
+
+    /// Parses and validates header JSON text.
+    pub fn parse(text: &str, source: HeaderSource) -> Result<SessionHeader> {
+        let fields = json::object_fields(text)
+            .map_err(|e| Error::invalid(format!("session metadata is not a JSON object: {e}")))?;
+        let mut h = SessionHeader::new(String::new(), 0);
+        let (mut saw_id, mut saw_created, mut saw_depth, mut saw_type) =
+            (false, false, false, false);
+        let mut version: Option<&str> = None;
+        for (k, v) in &fields {
+            let key = k.decode();
+            match key.as_ref() {
+                "type" => {
+                    saw_type = true;
+                    if source == HeaderSource::Host
+                        || !json::as_str(v).is_some_and(|t| t.eq_str("session"))
+                    {
+                        return Err(Error::invalid(match source {
+                            HeaderSource::Host => {
+                                "session metadata must not carry a type key".to_string()
+                            }
+                            HeaderSource::JsonlLine => {
+                                "session header line type must be \"session\"".to_string()
+                            }
+                        }));
+                    }
+                }
+                "version" => version = Some(v),
+                "id" => {
+                    saw_id = true;
+                    h.id = string_field(v, "id")?;
+                    if h.id.is_empty() {
+                        return Err(meta_err("id", "a non-empty string"));
+                    }
+                }
+                "createdAt" => {
+                    saw_created = true;
+                    h.created_at = json::as_safe_uint(v)
+                        .ok_or_else(|| meta_err("createdAt", "a non-negative safe integer"))?;
+                }
+                "cwd" => {
+                    let cwd = string_field(v, "cwd")?;
+                    if !is_absolute(&cwd) {
+                        return Err(meta_err("cwd", "an absolute path string"));
+                    }
+                    h.cwd = Some(cwd);
+                }
+                "parentSession" => h.parent_session = Some(string_field(v, "parentSession")?),
+                "seedLength" => {
+                    h.seed_length = Some(
+                        json::as_safe_uint(v)
+                            .ok_or_else(|| meta_err("seedLength", "a non-negative safe integer"))?,
+                    )
+                }
+                "origin" => {
+                    let o = string_field(v, "origin")?;
+                    if o != "subagent" {
+                        return Err(meta_err("origin", "\"subagent\" when present"));
+                    }
+                    h.origin = Some(o);
+                }
+                "delegationDepth" => {
+                    saw_depth = true;
+                    h.delegation_depth = Some(json::as_safe_uint(v).ok_or_else(|| {
+                        meta_err("delegationDepth", "a non-negative safe integer")
+                    })?)
+                }
+                "agentPreset" => h.agent_preset = Some(string_field(v, "agentPreset")?),
+                "sandboxMode" | "approvalPolicy" => {
+                    return Err(Error::invalid(format!(
+                        "session metadata carries the retired field {key}; this build no longer supports it"
+                    )));
+                }
+                other => {
+                    return Err(Error::invalid(format!(
+                        "session metadata has unknown key {}",
+                        json::quote(other)
+                    )));
+                }
+            }
+        }
+        if !saw_id {
+            return Err(meta_err("id", "a non-empty string"));
+        }
+        match version {
+            Some(v) if json::as_safe_int(v) == Some(SESSION_FORMAT_VERSION) => {}
+            Some(v) => return Err(version_refusal(&h.id, v, None)),
+            None if source == HeaderSource::Host => {}
+            None => return Err(meta_err("version", "0")),
+        }
+        if source == HeaderSource::JsonlLine {
+            if !saw_type {
+                return Err(Error::invalid(
+                    "session header line type must be \"session\"",
+                ));
+            }
+            if !saw_created {
+                return Err(meta_err("createdAt", "a non-negative safe integer"));
+            }
+            if !saw_depth {
+                return Err(meta_err("delegationDepth", "a non-negative safe integer"));
+            }
+        } else if !saw_created {
+            h.created_at = now_ms().max(0) as u64;
+        }
+        Ok(h)
+    }
+
+    /// The JSONL header line (without the newline), in the original's key
+    /// order; `delegationDepth` is always written.
+    pub fn to_jsonl_line(&self) -> String {
+        let mut out = String::with_capacity(128);
+        out.push_str("{\"type\":\"session\",");
+        self.write_fields(&mut out, true);
+        out.push('}');
+        out
+    }
+
+    /// The header as the API returns it (`{"version":0,"id":…}`); absent
+    /// fields are omitted.
+    pub fn to_json(&self) -> String {
+        let mut out = String::with_capacity(128);
+        out.push('{');
+        self.write_fields(&mut out, false);
+        out.push('}');
+        out
+    }
+
+    fn write_fields(&self, out: &mut String, always_depth: bool) {
+        let _ = write!(out, "\"version\":{SESSION_FORMAT_VERSION},\"id\":");
+        json::write_string(out, &self.id);
+        let _ = write!(out, ",\"createdAt\":{}", self.created_at);
+        let opt_str = |out: &mut String, k: &str, v: &Option<String>| {
+            if let Some(v) = v {
+                let _ = write!(out, ",\"{k}\":");
+                json::write_string(out, v);
+            }
+        };
+        opt_str(out, "cwd", &self.cwd);
+        opt_str(out, "parentSession", &self.parent_session);
+        if let Some(n) = self.seed_length {
+            let _ = write!(out, ",\"seedLength\":{n}");
+        }
+        opt_str(out, "origin", &self.origin);
+        match (self.delegation_depth, always_depth) {
+            (Some(n), _) => {
+                let _ = write!(out, ",\"delegationDepth\":{n}");
+            }
+            (None, true) => out.push_str(",\"delegationDepth\":0"),
+            (None, false) => {}
+        }
+        opt_str(out, "agentPreset", &self.agent_preset);
+    }
+}
+
+fn string_field(raw: &str, field: &str) -> Result<String> {
+    let t: JsonStr<'_> = json::as_str(raw).ok_or_else(|| meta_err(field, "a string"))?;
+    if t.has_lone_surrogate() {
+        return Err(meta_err(field, "valid Unicode (it holds a lone surrogate)"));
+    }
+    Ok(t.decode().into_owned())
+}
+
+/// POSIX absolute paths, and Windows drive or UNC paths (the original runs
+/// on both).
+fn is_absolute(p: &str) -> bool {
+    let b = p.as_bytes();
+    p.starts_with('/')
+        || p.starts_with("\\\\")
+        || (b.len() >= 3
+            && b[0].is_ascii_alphabetic()
+            && b[1] == b':'
+            && (b[2] == b'\\' || b[2] == b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonl_line_key_order() {
+        let h = SessionHeader::parse(
+            r#"{"agentPreset":"explore","id":"c","createdAt":5,"cwd":"/p","parentSession":"p","seedLength":5,"origin":"subagent","delegationDepth":1}"#,
+            HeaderSource::Host,
+        )
+        .unwrap();
+        assert_eq!(
+            h.to_jsonl_line(),
+            r#"{"type":"session","version":0,"id":"c","createdAt":5,"cwd":"/p","parentSession":"p","seedLength":5,"origin":"subagent","delegationDepth":1,"agentPreset":"explore"}"#
+        );
+        let plain = SessionHeader::new("x", 1);
+        assert_eq!(
+            plain.to_jsonl_line(),
+            r#"{"type":"session","version":0,"id":"x","createdAt":1,"delegationDepth":0}"#
+        );
+        assert_eq!(plain.to_json(), r#"{"version":0,"id":"x","createdAt":1}"#);
+        let back = SessionHeader::parse(&plain.to_jsonl_line(), HeaderSource::JsonlLine).unwrap();
+        assert_eq!(back.delegation_depth, Some(0));
+    }
+
+    #[test]
+    fn validation_messages() {
+        let cases = [
+            (
+                r#"{"id":"a","createdAt":1.5}"#,
+                "session metadata createdAt must be a non-negative safe integer",
+            ),
+            (
+                r#"{"id":"a","createdAt":-1}"#,
+                "session metadata createdAt must be a non-negative safe integer",
+            ),
+            (
+                r#"{"id":"a","createdAt":9007199254740992}"#,
+                "session metadata createdAt must be a non-negative safe integer",
+            ),
+            (
+                r#"{"id":""}"#,
+                "session metadata id must be a non-empty string",
+            ),
+            (
+                r#"{"createdAt":1}"#,
+                "session metadata id must be a non-empty string",
+            ),
+            (
+                r#"{"id":"a","cwd":"rel/path"}"#,
+                "session metadata cwd must be an absolute path string",
+            ),
+            (
+                r#"{"id":"a","origin":"x"}"#,
+                "session metadata origin must be \"subagent\" when present",
+            ),
+            (
+                r#"{"id":"a","seedLength":-2}"#,
+                "session metadata seedLength must be a non-negative safe integer",
+            ),
+            (
+                r#"{"id":"a","delegationDepth":0.5}"#,
+                "session metadata delegationDepth must be a non-negative safe integer",
+            ),
+            (
+                r#"{"id":"a","sandboxMode":"x"}"#,
+                "retired field sandboxMode",
+            ),
+            (
+                r#"{"id":"a","approvalPolicy":"x"}"#,
+                "retired field approvalPolicy",
+            ),
+            (r#"{"id":"a","bogus":1}"#, "unknown key \"bogus\""),
+            (
+                r#"{"id":"a","parentSession":3}"#,
+                "session metadata parentSession must be a string",
+            ),
+            (r#"{"id":"\ud800"}"#, "lone surrogate"),
+            ("[]", "not a JSON object"),
+        ];
+        for (text, want) in cases {
+            let e = SessionHeader::parse(text, HeaderSource::Host).unwrap_err();
+            assert!(e.to_string().contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn versions_are_refused_with_direction() {
+        let e = SessionHeader::parse(r#"{"id":"v","version":1}"#, HeaderSource::Host).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "session \"v\" uses log format v1, but this harness reads only v0: the log was written by a newer harness \u{2014} upgrade the harness to open it"
+        );
+        let e = version_refusal("v", "-1", Some("/x"));
+        assert!(e.to_string().ends_with(
+            "older than the supported v0, and this build ships no upgrade path for it (raw log: /x)"
+        ));
+        assert_eq!(
+            SessionHeader::peek_id_version(r#"{"type":"session","version":3,"id":"q"}"#),
+            Some(("q".into(), "3".into()))
+        );
+    }
+
+    #[test]
+    fn jsonl_line_requires_its_fields() {
+        for text in [
+            r#"{"type":"session","version":0,"id":"a","createdAt":1}"#,
+            r#"{"type":"session","id":"a","createdAt":1,"delegationDepth":0}"#,
+            r#"{"version":0,"id":"a","createdAt":1,"delegationDepth":0}"#,
+            r#"{"type":"turn/start","version":0,"id":"a","createdAt":1,"delegationDepth":0}"#,
+        ] {
+            assert!(
+                SessionHeader::parse(text, HeaderSource::JsonlLine).is_err(),
+                "{text}"
+            );
+        }
+        assert!(
+            SessionHeader::parse(r#"{"id":"a"}"#, HeaderSource::Host)
+                .unwrap()
+                .created_at
+                > 0
+        );
+    }
+}

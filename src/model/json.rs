@@ -1,0 +1,993 @@
+//! Lossless JSON (SPEC §1.1 "Text form", §1.3).
+//!
+//! The library never builds a `serde_json::Value` tree on the load path. It
+//! works on JSON *text*:
+//!
+//! - [`Scanner`] walks JSON text, validating it, and hands out raw slices of
+//!   values and [`JsonStr`] string tokens, so a rule reads only the fields it
+//!   needs.
+//! - [`canonicalize`] turns host-supplied JSON into the exact bytes the
+//!   original's `JSON.stringify` writes (compact, JS escapes, ECMAScript
+//!   number text), rejecting what would not survive a round trip (`-0`,
+//!   numbers beyond a double, NaN/Infinity tokens, duplicate keys).
+//! - [`JsonText`] is a cheap-to-clone handle to one valid JSON value text.
+//!
+//! Text read from disk is valid JSON written by a writer of this format and is
+//! kept byte for byte; only text arriving from a host is canonicalized.
+//!
+//! Strings may contain escaped lone surrogates (`\ud800`): JavaScript writes
+//! them, so they are kept in raw form. [`JsonStr::decode`] maps a lone
+//! surrogate to U+FFFD for comparisons; re-emission always uses the raw form.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+/// Deepest nesting accepted anywhere (host input and disk). Deeper input is
+/// rejected instead of risking the host thread's stack.
+pub const MAX_DEPTH: usize = 512;
+
+/// Largest integer JavaScript represents exactly (2^53 − 1).
+pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
+
+/// A syntax or losslessness problem in JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonError {
+    /// Not JSON at all; `at` is a byte offset into the text.
+    Syntax { at: usize, what: &'static str },
+    /// Valid-looking JSON that would not survive a JavaScript round trip.
+    Lossless(String),
+}
+
+impl std::fmt::Display for JsonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JsonError::Syntax { at, what } => write!(f, "invalid JSON at byte {at}: {what}"),
+            JsonError::Lossless(m) => f.write_str(m),
+        }
+    }
+}
+
+type JResult<T> = Result<T, JsonError>;
+
+/// One valid JSON value as text, shared cheaply (an `Arc<str>`).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct JsonText(Arc<str>);
+
+impl JsonText {
+    /// Wraps text the caller has already validated (disk text that went
+    /// through a [`Scanner`], or text this crate generated).
+    pub fn from_trusted(text: impl Into<Arc<str>>) -> Self {
+        JsonText(text.into())
+    }
+
+    /// Validates `text` as one JSON value and keeps it byte for byte.
+    pub fn parse_verbatim(text: &str) -> JResult<Self> {
+        let mut s = Scanner::new(text);
+        s.skip_value()?;
+        s.expect_end()?;
+        Ok(JsonText(Arc::from(text)))
+    }
+
+    /// Canonicalizes host text (see [`canonicalize`]).
+    pub fn canonical(text: &str) -> JResult<Self> {
+        Ok(JsonText(Arc::from(canonicalize(text)?)))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// A scanner positioned at the start of this value.
+    pub fn scan(&self) -> Scanner<'_> {
+        Scanner::new(&self.0)
+    }
+
+    /// Fields of this value when it is an object, else `None`.
+    pub fn fields(&self) -> Option<Vec<(JsonStr<'_>, &str)>> {
+        object_fields(&self.0).ok()
+    }
+
+    /// The raw text of field `key` when this value is an object holding it.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        get_field(&self.0, key)
+    }
+}
+
+impl std::fmt::Debug for JsonText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Display for JsonText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A string token: the raw text between the quotes, still escaped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JsonStr<'a> {
+    raw: &'a str,
+    escaped: bool,
+}
+
+impl<'a> JsonStr<'a> {
+    /// A token for a string that needs no escapes (caller guarantees it).
+    pub fn plain(raw: &'a str) -> Self {
+        JsonStr {
+            raw,
+            escaped: false,
+        }
+    }
+
+    /// The escaped content, exactly as in the text (without quotes).
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+
+    /// The decoded string; a lone surrogate escape becomes U+FFFD.
+    pub fn decode(&self) -> Cow<'a, str> {
+        if !self.escaped {
+            return Cow::Borrowed(self.raw);
+        }
+        let mut out = String::with_capacity(self.raw.len());
+        let b = self.raw.as_bytes();
+        let mut i = 0;
+        let mut start = 0;
+        while i < b.len() {
+            if b[i] != b'\\' {
+                i += 1;
+                continue;
+            }
+            out.push_str(&self.raw[start..i]);
+            let e = b[i + 1];
+            i += 2;
+            match e {
+                b'"' => out.push('"'),
+                b'\\' => out.push('\\'),
+                b'/' => out.push('/'),
+                b'b' => out.push('\u{8}'),
+                b'f' => out.push('\u{c}'),
+                b'n' => out.push('\n'),
+                b'r' => out.push('\r'),
+                b't' => out.push('\t'),
+                _ => {
+                    let (unit, next) = read_unit(b, i - 2);
+                    i = next;
+                    if (0xD800..0xDC00).contains(&unit) {
+                        if let Some((low, after)) = peek_low_surrogate(b, i) {
+                            let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                            out.push(char::from_u32(c).unwrap_or('\u{FFFD}'));
+                            i = after;
+                        } else {
+                            out.push('\u{FFFD}');
+                        }
+                    } else {
+                        out.push(char::from_u32(unit).unwrap_or('\u{FFFD}'));
+                    }
+                }
+            }
+            start = i;
+        }
+        out.push_str(&self.raw[start..]);
+        Cow::Owned(out)
+    }
+
+    /// Equality with a plain Rust string, without allocating when unescaped.
+    pub fn eq_str(&self, other: &str) -> bool {
+        if !self.escaped {
+            self.raw == other
+        } else {
+            self.decode() == other
+        }
+    }
+
+    /// Whether the decoded string contains a lone surrogate (not representable
+    /// in UTF-8).
+    pub fn has_lone_surrogate(&self) -> bool {
+        self.escaped && contains_lone_surrogate(self.raw.as_bytes())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.raw.is_empty()
+    }
+}
+
+/// Reads the `\uXXXX` escape at `at` (pointing at the backslash); returns the
+/// code unit and the index after it. The scanner has already validated it.
+fn read_unit(b: &[u8], at: usize) -> (u32, usize) {
+    let mut v = 0u32;
+    for &h in &b[at + 2..at + 6] {
+        v = v * 16 + (h as char).to_digit(16).unwrap_or(0);
+    }
+    (v, at + 6)
+}
+
+fn peek_low_surrogate(b: &[u8], at: usize) -> Option<(u32, usize)> {
+    if b.len() >= at + 6 && b[at] == b'\\' && b[at + 1] == b'u' {
+        let (u, next) = read_unit(b, at);
+        if (0xDC00..0xE000).contains(&u) {
+            return Some((u, next));
+        }
+    }
+    None
+}
+
+fn contains_lone_surrogate(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            if b[i + 1] == b'u' {
+                let (u, next) = read_unit(b, i);
+                if (0xD800..0xDC00).contains(&u) {
+                    match peek_low_surrogate(b, next) {
+                        Some((_, after)) => i = after,
+                        None => return true,
+                    }
+                    continue;
+                }
+                if (0xDC00..0xE000).contains(&u) {
+                    return true;
+                }
+                i = next;
+            } else {
+                i += 2;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
+/// A validating, allocation-free walker over JSON text.
+pub struct Scanner<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    pub pos: usize,
+    depth: usize,
+}
+
+impl<'a> Scanner<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Scanner {
+            text,
+            b: text.as_bytes(),
+            pos: 0,
+            depth: 0,
+        }
+    }
+
+    fn err<T>(&self, what: &'static str) -> JResult<T> {
+        Err(JsonError::Syntax { at: self.pos, what })
+    }
+
+    #[inline]
+    pub fn ws(&mut self) {
+        while let Some(&c) = self.b.get(self.pos) {
+            if c == b' ' || c == b'\n' || c == b'\r' || c == b'\t' {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    #[inline]
+    pub fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.b.get(self.pos).copied()
+    }
+
+    /// Fails unless only whitespace remains.
+    pub fn expect_end(&mut self) -> JResult<()> {
+        self.ws();
+        if self.pos != self.b.len() {
+            return self.err("unexpected text after the value");
+        }
+        Ok(())
+    }
+
+    fn eat(&mut self, c: u8, what: &'static str) -> JResult<()> {
+        if self.peek() == Some(c) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            self.err(what)
+        }
+    }
+
+    /// Skips one value, validating it; returns its raw text.
+    pub fn value(&mut self) -> JResult<&'a str> {
+        self.ws();
+        let start = self.pos;
+        self.skip_value()?;
+        Ok(&self.text[start..self.pos])
+    }
+
+    /// Skips one value, validating it.
+    pub fn skip_value(&mut self) -> JResult<()> {
+        match self.peek() {
+            Some(b'{') => {
+                self.enter()?;
+                self.pos += 1;
+                if self.peek() == Some(b'}') {
+                    self.pos += 1;
+                } else {
+                    loop {
+                        self.string()?;
+                        self.eat(b':', "expected ':' after an object key")?;
+                        self.skip_value()?;
+                        match self.peek() {
+                            Some(b',') => self.pos += 1,
+                            Some(b'}') => {
+                                self.pos += 1;
+                                break;
+                            }
+                            _ => return self.err("expected ',' or '}' in an object"),
+                        }
+                    }
+                }
+                self.depth -= 1;
+                Ok(())
+            }
+            Some(b'[') => {
+                self.enter()?;
+                self.pos += 1;
+                if self.peek() == Some(b']') {
+                    self.pos += 1;
+                } else {
+                    loop {
+                        self.skip_value()?;
+                        match self.peek() {
+                            Some(b',') => self.pos += 1,
+                            Some(b']') => {
+                                self.pos += 1;
+                                break;
+                            }
+                            _ => return self.err("expected ',' or ']' in an array"),
+                        }
+                    }
+                }
+                self.depth -= 1;
+                Ok(())
+            }
+            Some(b'"') => self.string().map(|_| ()),
+            Some(b't') => self.literal("true"),
+            Some(b'f') => self.literal("false"),
+            Some(b'n') => self.literal("null"),
+            Some(b'-' | b'0'..=b'9') => self.number().map(|_| ()),
+            Some(_) => self.err("expected a JSON value"),
+            None => self.err("unexpected end of text"),
+        }
+    }
+
+    fn enter(&mut self) -> JResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(JsonError::Lossless(format!(
+                "JSON nested deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        Ok(())
+    }
+
+    fn literal(&mut self, word: &'static str) -> JResult<()> {
+        if self.b[self.pos..].starts_with(word.as_bytes()) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            self.err("invalid literal")
+        }
+    }
+
+    /// Reads a number token; returns its raw text and whether it has a
+    /// fraction or exponent.
+    pub fn number(&mut self) -> JResult<(&'a str, bool)> {
+        self.ws();
+        let start = self.pos;
+        let b = self.b;
+        let mut i = self.pos;
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                while matches!(b.get(i), Some(b'0'..=b'9')) {
+                    i += 1;
+                }
+            }
+            _ => {
+                self.pos = i;
+                return self.err("invalid number");
+            }
+        }
+        let mut real = false;
+        if b.get(i) == Some(&b'.') {
+            real = true;
+            i += 1;
+            if !matches!(b.get(i), Some(b'0'..=b'9')) {
+                self.pos = i;
+                return self.err("invalid number: digit expected after '.'");
+            }
+            while matches!(b.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            real = true;
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            if !matches!(b.get(i), Some(b'0'..=b'9')) {
+                self.pos = i;
+                return self.err("invalid number: digit expected in exponent");
+            }
+            while matches!(b.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+        }
+        self.pos = i;
+        Ok((&self.text[start..i], real))
+    }
+
+    /// Reads a string token.
+    pub fn string(&mut self) -> JResult<JsonStr<'a>> {
+        if self.peek() != Some(b'"') {
+            return self.err("expected a string");
+        }
+        self.pos += 1;
+        let start = self.pos;
+        let b = self.b;
+        let mut i = start;
+        let mut escaped = false;
+        loop {
+            // Fast skip of ordinary bytes.
+            while i < b.len() && b[i] != b'"' && b[i] != b'\\' && b[i] >= 0x20 {
+                i += 1;
+            }
+            match b.get(i) {
+                Some(b'"') => {
+                    self.pos = i + 1;
+                    return Ok(JsonStr {
+                        raw: &self.text[start..i],
+                        escaped,
+                    });
+                }
+                Some(b'\\') => {
+                    escaped = true;
+                    match b.get(i + 1) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                        Some(b'u') => {
+                            if i + 6 > b.len() || !b[i + 2..i + 6].iter().all(u8::is_ascii_hexdigit)
+                            {
+                                self.pos = i;
+                                return self.err("invalid \\u escape in a string");
+                            }
+                            i += 6;
+                        }
+                        _ => {
+                            self.pos = i;
+                            return self.err("invalid escape in a string");
+                        }
+                    }
+                }
+                Some(_) => {
+                    self.pos = i;
+                    return self.err("unescaped control character in a string");
+                }
+                None => {
+                    self.pos = i;
+                    return self.err("unterminated string");
+                }
+            }
+        }
+    }
+
+    /// Iterates an object's fields; `f` receives each key and must consume
+    /// the value from the scanner.
+    pub fn object<F>(&mut self, mut f: F) -> JResult<()>
+    where
+        F: FnMut(JsonStr<'a>, &mut Scanner<'a>) -> JResult<()>,
+    {
+        self.eat(b'{', "expected an object")?;
+        self.enter()?;
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            self.depth -= 1;
+            return Ok(());
+        }
+        loop {
+            let key = self.string()?;
+            self.eat(b':', "expected ':' after an object key")?;
+            f(key, self)?;
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                _ => return self.err("expected ',' or '}' in an object"),
+            }
+        }
+    }
+
+    /// Iterates an array's items; `f` must consume each item.
+    pub fn array<F>(&mut self, mut f: F) -> JResult<()>
+    where
+        F: FnMut(&mut Scanner<'a>) -> JResult<()>,
+    {
+        self.eat(b'[', "expected an array")?;
+        self.enter()?;
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            self.depth -= 1;
+            return Ok(());
+        }
+        loop {
+            f(self)?;
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                _ => return self.err("expected ',' or ']' in an array"),
+            }
+        }
+    }
+}
+
+/// All fields of an object text as (key, raw value) pairs, in order.
+pub fn object_fields(text: &str) -> JResult<Vec<(JsonStr<'_>, &str)>> {
+    let mut s = Scanner::new(text);
+    let mut out = Vec::with_capacity(8);
+    s.object(|k, s| {
+        out.push((k, s.value()?));
+        Ok(())
+    })?;
+    s.expect_end()?;
+    Ok(out)
+}
+
+/// All items of an array text as raw value slices.
+pub fn array_items(text: &str) -> JResult<Vec<&str>> {
+    let mut s = Scanner::new(text);
+    let mut out = Vec::new();
+    s.array(|s| {
+        out.push(s.value()?);
+        Ok(())
+    })?;
+    s.expect_end()?;
+    Ok(out)
+}
+
+/// The raw text of `key` in an object text (first occurrence), if any.
+pub fn get_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let mut s = Scanner::new(text);
+    let mut found = None;
+    s.object(|k, s| {
+        let v = s.value()?;
+        if found.is_none() && k.eq_str(key) {
+            found = Some(v);
+        }
+        Ok(())
+    })
+    .ok()?;
+    found
+}
+
+/// Kind of a raw JSON value, by its first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Object,
+    Array,
+    String,
+    Number,
+    Bool,
+    Null,
+}
+
+pub fn kind_of(raw: &str) -> Option<Kind> {
+    Some(match raw.trim_start().as_bytes().first()? {
+        b'{' => Kind::Object,
+        b'[' => Kind::Array,
+        b'"' => Kind::String,
+        b't' | b'f' => Kind::Bool,
+        b'n' => Kind::Null,
+        _ => Kind::Number,
+    })
+}
+
+/// The string token of a raw value when it is a string.
+pub fn as_str(raw: &str) -> Option<JsonStr<'_>> {
+    let mut s = Scanner::new(raw);
+    let t = s.string().ok()?;
+    s.expect_end().ok()?;
+    Some(t)
+}
+
+/// The numeric value of a raw JSON number, as JavaScript would read it.
+pub fn as_f64(raw: &str) -> Option<f64> {
+    let raw = raw.trim();
+    if !matches!(raw.as_bytes().first(), Some(b'-' | b'0'..=b'9')) {
+        return None;
+    }
+    raw.parse::<f64>().ok()
+}
+
+/// The value of a raw JSON number when it is an integer JavaScript holds
+/// exactly (|n| ≤ 2^53 − 1), as `Number.isSafeInteger` decides (so `1.0` and
+/// `1e2` count).
+pub fn as_safe_int(raw: &str) -> Option<i64> {
+    let raw = raw.trim();
+    let b = raw.as_bytes();
+    let digits = b.strip_prefix(b"-").unwrap_or(b);
+    if !digits.is_empty() && digits.len() <= 16 && digits.iter().all(u8::is_ascii_digit) {
+        let v: i64 = raw.parse().ok()?;
+        return (v.abs() <= MAX_SAFE_INTEGER).then_some(v);
+    }
+    let f = as_f64(raw)?;
+    if f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER as f64 {
+        Some(f as i64)
+    } else {
+        None
+    }
+}
+
+/// Like [`as_safe_int`] but also requires n ≥ 0.
+pub fn as_safe_uint(raw: &str) -> Option<u64> {
+    as_safe_int(raw).and_then(|v| u64::try_from(v).ok())
+}
+
+/// Whether a raw value is the literal `true`.
+pub fn is_true(raw: &str) -> bool {
+    raw.trim() == "true"
+}
+
+// ---------------------------------------------------------------------------
+// Writing
+
+/// Appends `s` as a JSON string literal the way `JSON.stringify` writes it.
+pub fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    write_string_body(out, s);
+    out.push('"');
+}
+
+/// Appends the escaped body of a JSON string (no quotes).
+pub fn write_string_body(out: &mut String, s: &str) {
+    let b = s.as_bytes();
+    let mut start = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let esc: &str = match c {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            let _ = write!(out, "\\u{:04x}", c);
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+}
+
+/// `s` as a quoted JSON string (used in messages, like the original's
+/// `JSON.stringify(id)`).
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    write_string(&mut out, s);
+    out
+}
+
+/// Appends a double in ECMAScript `Number::toString` form.
+pub fn write_f64(out: &mut String, v: f64) {
+    let mut buf = ryu_js::Buffer::new();
+    out.push_str(buf.format(v));
+}
+
+// ---------------------------------------------------------------------------
+// Canonicalization of host input
+
+/// Re-emits host JSON text exactly as `JSON.stringify(JSON.parse(text))`
+/// would, or explains why the value is not losslessly JSON-serializable.
+///
+/// - whitespace removed; strings re-escaped JS style (`\/` → `/`, `\u0041` →
+///   `A`, lone surrogates kept as lowercase `\udXXX` escapes);
+/// - integer literals kept digit for digit (large ones too: SPEC §1.3 keeps
+///   them verbatim inside `data`); fractions and exponents written in
+///   ECMAScript form (`1.0` → `1`, `1E21` → `1e+21`);
+/// - rejected: `-0`, numbers beyond a double, `NaN`/`Infinity` tokens,
+///   duplicate object keys (a round trip would drop one).
+pub fn canonicalize(text: &str) -> JResult<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut s = Scanner::new(text);
+    canon_value(&mut s, &mut out)?;
+    s.expect_end()?;
+    Ok(out)
+}
+
+fn canon_value(s: &mut Scanner<'_>, out: &mut String) -> JResult<()> {
+    match s.peek() {
+        Some(b'{') => {
+            let mut keys: Vec<Cow<'_, str>> = Vec::new();
+            out.push('{');
+            let mut first = true;
+            s.object(|k, s| {
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                canon_string(k, out);
+                out.push(':');
+                keys.push(k.decode());
+                canon_value(s, out)
+            })?;
+            out.push('}');
+            if keys.len() > 1 {
+                keys.sort_unstable();
+                if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+                    return Err(JsonError::Lossless(format!(
+                        "object key {} appears more than once",
+                        quote(&w[0])
+                    )));
+                }
+            }
+            Ok(())
+        }
+        Some(b'[') => {
+            out.push('[');
+            let mut first = true;
+            s.array(|s| {
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                canon_value(s, out)
+            })?;
+            out.push(']');
+            Ok(())
+        }
+        Some(b'"') => {
+            let t = s.string()?;
+            canon_string(t, out);
+            Ok(())
+        }
+        Some(b'-') if s.b[s.pos..].starts_with(b"-Infinity") => {
+            Err(JsonError::Lossless("-Infinity is not a JSON number".into()))
+        }
+        Some(b'-' | b'0'..=b'9') => {
+            let at = s.pos;
+            let (raw, real) = s.number()?;
+            canon_number(raw, real, at, out)
+        }
+        Some(b'N') if s.b[s.pos..].starts_with(b"NaN") => {
+            Err(JsonError::Lossless("NaN is not a JSON number".into()))
+        }
+        Some(b'I') if s.b[s.pos..].starts_with(b"Infinity") => {
+            Err(JsonError::Lossless("Infinity is not a JSON number".into()))
+        }
+        _ => {
+            let start = s.pos;
+            s.skip_value()?;
+            out.push_str(&s.text[start..s.pos]);
+            Ok(())
+        }
+    }
+}
+
+fn canon_number(raw: &str, real: bool, at: usize, out: &mut String) -> JResult<()> {
+    let v: f64 = raw.parse().map_err(|_| JsonError::Syntax {
+        at,
+        what: "invalid number",
+    })?;
+    if !v.is_finite() {
+        return Err(JsonError::Lossless(format!(
+            "number {raw} does not fit a double"
+        )));
+    }
+    if v == 0.0 && v.is_sign_negative() {
+        return Err(JsonError::Lossless(format!(
+            "number {raw} is negative zero"
+        )));
+    }
+    if real {
+        write_f64(out, v);
+    } else {
+        out.push_str(raw);
+    }
+    Ok(())
+}
+
+/// Re-escapes a string token JS style.
+fn canon_string(t: JsonStr<'_>, out: &mut String) {
+    out.push('"');
+    if !t.escaped {
+        write_string_body(out, t.raw);
+    } else {
+        let b = t.raw.as_bytes();
+        let mut i = 0;
+        let mut start = 0;
+        while i < b.len() {
+            if b[i] != b'\\' {
+                i += 1;
+                continue;
+            }
+            write_string_body(out, &t.raw[start..i]);
+            let e = b[i + 1];
+            match e {
+                b'"' => out.push_str("\\\""),
+                b'\\' => out.push_str("\\\\"),
+                b'/' => out.push('/'),
+                b'b' => out.push_str("\\b"),
+                b'f' => out.push_str("\\f"),
+                b'n' => out.push_str("\\n"),
+                b'r' => out.push_str("\\r"),
+                b't' => out.push_str("\\t"),
+                _ => {
+                    let (unit, next) = read_unit(b, i);
+                    if (0xD800..0xDC00).contains(&unit) {
+                        if let Some((low, after)) = peek_low_surrogate(b, next) {
+                            let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                            out.push(char::from_u32(c).unwrap_or('\u{FFFD}'));
+                            i = after;
+                            start = i;
+                            continue;
+                        }
+                        let _ = write!(out, "\\u{unit:04x}");
+                    } else if (0xDC00..0xE000).contains(&unit) {
+                        let _ = write!(out, "\\u{unit:04x}");
+                    } else {
+                        let c = char::from_u32(unit).unwrap_or('\u{FFFD}');
+                        let mut tmp = [0u8; 4];
+                        write_string_body(out, c.encode_utf8(&mut tmp));
+                    }
+                    i = next;
+                    start = i;
+                    continue;
+                }
+            }
+            i += 2;
+            start = i;
+        }
+        write_string_body(out, &t.raw[start..]);
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canon(s: &str) -> String {
+        canonicalize(s).unwrap()
+    }
+
+    #[test]
+    fn compacts_and_keeps_key_order() {
+        assert_eq!(
+            canon(r#" { "b" : 1 , "a" : [ true , null , "x" ] } "#),
+            r#"{"b":1,"a":[true,null,"x"]}"#
+        );
+    }
+
+    #[test]
+    fn numbers_follow_ecmascript() {
+        assert_eq!(canon("1.0"), "1");
+        assert_eq!(canon("1E21"), "1e+21");
+        assert_eq!(canon("1e-7"), "1e-7");
+        assert_eq!(canon("0.000001"), "0.000001");
+        assert_eq!(canon("5e-324"), "5e-324");
+        assert_eq!(canon("1.7976931348623157e308"), "1.7976931348623157e+308");
+        assert_eq!(canon("100000000000000000000.0"), "100000000000000000000");
+        assert_eq!(canon("12345678901234567890"), "12345678901234567890");
+        assert_eq!(canon("-5"), "-5");
+        assert_eq!(canon("0.1"), "0.1");
+        assert_eq!(canon("-1.5e-3"), "-0.0015");
+    }
+
+    #[test]
+    fn rejects_what_does_not_round_trip() {
+        for bad in [
+            "-0",
+            "-0.0",
+            "1e400",
+            "-1e999",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            r#"{"a":1,"a":2}"#,
+        ] {
+            match canonicalize(bad) {
+                Err(JsonError::Lossless(_)) => {}
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_syntax_errors() {
+        for bad in [
+            "",
+            "{",
+            "[1,]",
+            "01",
+            "1.",
+            "\"\u{1}\"",
+            "tru",
+            "{\"a\" 1}",
+            "\"\\x\"",
+            "1 2",
+        ] {
+            assert!(
+                matches!(canonicalize(bad), Err(JsonError::Syntax { .. })),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn strings_escape_like_json_stringify() {
+        assert_eq!(canon(r#""a\/b\u0041\u00e9\u2028""#), "\"a/bAé\u{2028}\"");
+        assert_eq!(
+            canon(r#""\u0001\u001f\b\f\n\r\t\"\\""#),
+            r#""\u0001\u001f\b\f\n\r\t\"\\""#
+        );
+        assert_eq!(canon(r#""\uD83D\uDE00""#), "\"😀\"");
+        assert_eq!(canon(r#""\uD83D x""#), r#""\ud83d x""#);
+        assert_eq!(canon(r#""\uDE00""#), r#""\ude00""#);
+        assert_eq!(canon("\"\u{7f}\""), "\"\u{7f}\"");
+        let mut out = String::new();
+        write_string(&mut out, "q\"\\\u{0}\u{1b}é");
+        assert_eq!(out, r#""q\"\\\u0000\u001bé""#);
+    }
+
+    #[test]
+    fn depth_is_capped() {
+        let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
+        assert!(matches!(canonicalize(&deep), Err(JsonError::Lossless(m)) if m.contains("deeper")));
+        let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert_eq!(canon(&ok), ok);
+    }
+
+    #[test]
+    fn decode_and_fields() {
+        let text = r#"{"a":"x\ny","b":{"c":[1,2]},"d":"\ud800"}"#;
+        let f = object_fields(text).unwrap();
+        assert_eq!(f.len(), 3);
+        assert_eq!(f[0].1, r#""x\ny""#);
+        assert_eq!(as_str(f[0].1).unwrap().decode(), "x\ny");
+        assert_eq!(get_field(text, "b"), Some(r#"{"c":[1,2]}"#));
+        assert!(as_str(f[2].1).unwrap().has_lone_surrogate());
+        assert!(!as_str(f[0].1).unwrap().has_lone_surrogate());
+        assert_eq!(as_str(r#""\ud83d\ude00""#).unwrap().decode(), "😀");
+    }
+
+    #[test]
+    fn safe_integers() {
+        assert_eq!(as_safe_int("9007199254740991"), Some(MAX_SAFE_INTEGER));
+        assert_eq!(as_safe_int("9007199254740992"), None);
+        assert_eq!(as_safe_int("-3"), Some(-3));
+        assert_eq!(as_safe_int("1.0"), Some(1));
+        assert_eq!(as_safe_int("1e2"), Some(100));
+        assert_eq!(as_safe_int("1.5"), None);
+        assert_eq!(as_safe_int("\"1\""), None);
+        assert_eq!(as_safe_uint("-1"), None);
+    }
+}

@@ -1,0 +1,1 @@
+//! Plan mode (SPEC §7).

@@ -1,0 +1,1 @@
+//! The store coordinator (SPEC §6).
