@@ -1,0 +1,162 @@
+//! Shared helpers for integration tests: temp dirs, fixture copies, and the
+//! upstream dump format (MANIFEST.md "Dump format").
+#![allow(dead_code)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+
+/// `../shared/fixtures/upstream`, resolved from the crate root (overridable
+/// with `DSH_FIXTURES`).
+pub fn fixtures_dir() -> PathBuf {
+    if let Ok(p) = std::env::var("DSH_FIXTURES") {
+        return PathBuf::from(p);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/upstream")
+}
+
+/// `../shared/bench`.
+pub fn bench_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench")
+}
+
+/// A temporary directory (mode 0700) removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let p = std::env::temp_dir().join(format!(
+            "dsh-test-{tag}-{}-{}-{nanos}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&p).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o700)).unwrap();
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Copies `src` (file or tree) to `dst`, dirs 0700 and files 0600, as the
+/// original wrote them (git does not keep modes).
+pub fn copy_tree(src: &Path, dst: &Path) {
+    let meta = fs::metadata(src).unwrap();
+    if meta.is_dir() {
+        fs::create_dir_all(dst).unwrap();
+        let mut entries: Vec<_> = fs::read_dir(src).unwrap().map(|e| e.unwrap()).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            copy_tree(&e.path(), &dst.join(e.file_name()));
+        }
+        fs::set_permissions(dst, fs::Permissions::from_mode(0o700)).unwrap();
+    } else {
+        fs::copy(src, dst).unwrap();
+        fs::set_permissions(dst, fs::Permissions::from_mode(0o600)).unwrap();
+    }
+}
+
+/// A private copy of a fixture path (relative to the fixtures dir) inside a
+/// new temp dir. Returns the temp dir and the copy's path.
+pub fn fixture_copy(rel: &str) -> (TempDir, PathBuf) {
+    let tmp = TempDir::new("fixture");
+    let src = fixtures_dir().join(rel);
+    let name = src.file_name().unwrap().to_owned();
+    let dst = tmp.path().join(name);
+    copy_tree(&src, &dst);
+    (tmp, dst)
+}
+
+pub fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .unwrap()
+}
+
+/// `cases.json`.
+pub fn cases() -> Value {
+    read_json(&fixtures_dir().join("cases.json"))
+}
+
+/// The root entry named `name` in `cases.json`.
+pub fn case_root(name: &str) -> Value {
+    cases()["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no root {name} in cases.json"))
+        .clone()
+}
+
+/// `expected-<name>.json`.
+pub fn expected(name: &str) -> Value {
+    read_json(&fixtures_dir().join(format!("expected-{name}.json")))
+}
+
+/// Resolves the `sameAs` references of one session entry of an expected
+/// file, returning the fully spelled value for `key` (`inspect`, `load`,
+/// `readFrom.<k>`, `afterLoad.readRaw`, `afterLoad.readFrom0`).
+pub fn resolve(session: &Value, key: &str) -> Value {
+    let v = lookup(session, key);
+    resolve_value(session, v)
+}
+
+fn lookup<'a>(session: &'a Value, key: &str) -> &'a Value {
+    let mut v = session;
+    for part in key.split('.') {
+        v = &v[part];
+    }
+    v
+}
+
+fn resolve_value(session: &Value, v: &Value) -> Value {
+    let Some(same) = v.get("sameAs").and_then(Value::as_str) else {
+        return v.clone();
+    };
+    if let Some(rest) = same.strip_prefix("readFrom.0.ok with events filtered to seq >= ") {
+        let k: u64 = rest.trim().parse().unwrap();
+        let base = resolve(session, "readFrom.0");
+        let ok = &base["ok"];
+        let events: Vec<Value> = ok["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["seq"].as_u64().unwrap() >= k)
+            .cloned()
+            .collect();
+        return serde_json::json!({"ok": {"meta": ok["meta"].clone(), "events": events}});
+    }
+    // `x.ok` references yield the ok payload; wrap it back as a result.
+    if let Some(path) = same.strip_suffix(".ok") {
+        let base = resolve(session, path);
+        return serde_json::json!({"ok": base["ok"].clone()});
+    }
+    resolve(session, same)
+}
+
+/// Parses JSON text produced by the library into a value for comparison
+/// (object key order is ignored by `Value` equality).
+pub fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Replaces a root path inside error messages by `<ROOT>`, as the dumps do.
+pub fn redact(message: &str, root: &Path) -> String {
+    message.replace(&root.display().to_string(), "<ROOT>")
+}
