@@ -115,9 +115,7 @@ impl WriteController {
                 return Ok(());
             }
             st.paused = false;
-            if let Err(e) = self.write_once(&mut st) {
-                return Err(e);
-            }
+            self.write_once(&mut st)?;
         }
     }
 
