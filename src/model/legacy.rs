@@ -97,7 +97,7 @@ fn convert_turn_start(seq: u64, data: &str) -> Result<Option<String>> {
         return Err(malformed());
     }
     let turn = get(&f, "turn").ok_or_else(malformed)?;
-    if !json::as_safe_int(turn).is_some_and(|t| t >= 1) {
+    if json::as_safe_int(turn).is_none_or(|t| t < 1) {
         return Err(malformed());
     }
     let trigger = get(&f, "trigger").unwrap_or_default();
@@ -134,7 +134,7 @@ fn convert_turn_end(data: &str) -> Option<String> {
         "disposed" => "{\"kind\":\"aborted\",\"reason\":{\"kind\":\"disposed\"}}".to_string(),
         "error" if !has(&rf, "error") => {
             let step = get(&rf, "step")?;
-            if !json::as_safe_int(step).is_some_and(|s| s >= 0) {
+            if json::as_safe_int(step).is_none_or(|s| s < 0) {
                 return None;
             }
             if let Some(failure) = get(&rf, "failure") {

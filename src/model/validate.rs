@@ -471,7 +471,7 @@ mod tests {
             "unknown-required",
             Some("/r/x"),
             &vocab(),
-            &[unknown.clone()],
+            std::slice::from_ref(&unknown),
         )
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::FormatUnsupported);
@@ -482,7 +482,7 @@ mod tests {
             None,
             &vocab(),
             false,
-            &[unknown.clone()],
+            std::slice::from_ref(&unknown),
         )
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::FormatUnsupported);
