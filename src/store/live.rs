@@ -173,16 +173,8 @@ impl LiveSession {
         &self.inner.header
     }
 
-    pub(crate) fn same(&self, other: &Arc<LiveInner>) -> bool {
-        Arc::ptr_eq(&self.inner, other)
-    }
-
     pub(crate) fn inner(&self) -> &Arc<LiveInner> {
         &self.inner
-    }
-
-    pub(crate) fn from_inner(inner: Arc<LiveInner>) -> LiveSession {
-        LiveSession { inner }
     }
 
     fn check_open(&self) -> Result<()> {
