@@ -83,7 +83,9 @@ enum BadKind {
 }
 
 /// The first line that broke the rules (a torn tail unless a later line is a
-/// `turn/end`).
+/// `turn/end`). `line` is the 1-based number of the record line, the header
+/// not counted (equivalently: the 0-based line index of the file), as the
+/// original reports it.
 #[derive(Clone, Copy, Debug)]
 struct Bad {
     line: u64,
@@ -153,14 +155,14 @@ impl<'a> LineScanner<'a> {
         match record {
             None => {
                 self.bad = Some(Bad {
-                    line: self.line_no,
+                    line: self.line_no - 1,
                     kind: BadKind::Unparsable,
                     at,
                 })
             }
             Some(r) if r.first_seq() != self.expected => {
                 self.bad = Some(Bad {
-                    line: self.line_no,
+                    line: self.line_no - 1,
                     kind: BadKind::Gap {
                         expected: self.expected,
                         got: r.first_seq(),
