@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use dsh_persist::backend::{Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog};
 use dsh_persist::model::event::Event;
 use dsh_persist::model::header::{HeaderSource, SessionHeader};
-use dsh_persist::store::{AppendOptions, BackendConfig, Compression, Store, StoreConfig};
+use dsh_persist::store::{AppendOptions, BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig};
 use dsh_persist::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -27,21 +27,15 @@ enum Kind {
 impl Kind {
     fn config(self, dir: &TempDir) -> StoreConfig {
         let backend = match self {
-            Kind::JsonlZstd | Kind::JsonlRaw => BackendConfig::Jsonl {
-                root: dir.path().join("root").display().to_string(),
-                compression: if matches!(self, Kind::JsonlZstd) { Compression::Zstd } else { Compression::None },
-                pack_chunks: true,
-            },
-            Kind::SqliteFile => BackendConfig::Sqlite {
-                path: dir.path().join("sessions.db").display().to_string(),
-                journal_mode: "wal".into(),
-                busy_timeout_ms: 5000,
-            },
-            Kind::SqliteMemory => BackendConfig::Sqlite {
-                path: ":memory:".into(),
-                journal_mode: "wal".into(),
-                busy_timeout_ms: 5000,
-            },
+            Kind::JsonlZstd | Kind::JsonlRaw => {
+                let mut c = JsonlConfig::new(dir.path().join("root"));
+                if matches!(self, Kind::JsonlRaw) {
+                    c.compression = Compression::None;
+                }
+                BackendConfig::Jsonl(c)
+            }
+            Kind::SqliteFile => BackendConfig::Sqlite(SqliteConfig::new(dir.path().join("sessions.db").display().to_string())),
+            Kind::SqliteMemory => BackendConfig::Sqlite(SqliteConfig::new(":memory:")),
         };
         let mut c = StoreConfig::with_backend(backend);
         c.write_batch_max_delay_ms = 20;
@@ -383,7 +377,7 @@ fn prepare_reuses_inspection_until_an_external_append(kind: Kind) {
     let prepared = store.prepare("prep").unwrap();
     assert_eq!(counting.reads.load(Ordering::SeqCst), reads, "prepare reuses it too");
     assert_eq!(prepared.events().len(), 9, "with the repair committed");
-    assert_eq!(store.prepare("prep").unwrap_err().kind(), ErrorKind::Conflict, "the id is reserved");
+    assert_eq!(store.prepare("prep").err().unwrap().kind(), ErrorKind::Conflict, "the id is reserved");
     drop(prepared); // releases the reservation
     let Some(other) = kind.reopen(&dir) else { return };
     store.inspect("prep").unwrap();

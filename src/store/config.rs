@@ -8,34 +8,19 @@
 //! ```
 //! Unknown keys are rejected so a typo never silently falls back to a default.
 
+pub use crate::backend::jsonl::{Compression, JsonlConfig};
+pub use crate::backend::sqlite::{JournalMode, SqliteConfig};
 use crate::error::{Error, Result};
 use crate::model::json;
 
 /// Largest accepted `writeBatchMaxDelayMs` (a JavaScript timer's limit).
 pub const MAX_WRITE_DELAY_MS: u64 = 2_147_483_647;
 
-/// JSONL compression mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Compression {
-    Zstd,
-    None,
-}
-
-/// Which storage to open.
+/// Which storage to open, with the backend's own settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BackendConfig {
-    Jsonl {
-        root: String,
-        compression: Compression,
-        pack_chunks: bool,
-    },
-    Sqlite {
-        /// A file path or `:memory:`.
-        path: String,
-        /// `wal` (default), `delete`, `truncate` or `persist`.
-        journal_mode: String,
-        busy_timeout_ms: u64,
-    },
+    Jsonl(JsonlConfig),
+    Sqlite(SqliteConfig),
 }
 
 /// Everything `Store::open` needs.
@@ -55,20 +40,12 @@ pub struct StoreConfig {
 impl StoreConfig {
     /// A JSONL store with defaults (zstd, packed chunks).
     pub fn jsonl(root: impl Into<String>) -> Self {
-        StoreConfig::with_backend(BackendConfig::Jsonl {
-            root: root.into(),
-            compression: Compression::Zstd,
-            pack_chunks: true,
-        })
+        StoreConfig::with_backend(BackendConfig::Jsonl(JsonlConfig::new(root.into())))
     }
 
     /// A SQLite store with defaults (WAL, 5 s busy timeout).
     pub fn sqlite(path: impl Into<String>) -> Self {
-        StoreConfig::with_backend(BackendConfig::Sqlite {
-            path: path.into(),
-            journal_mode: "wal".into(),
-            busy_timeout_ms: 5000,
-        })
+        StoreConfig::with_backend(BackendConfig::Sqlite(SqliteConfig::new(path.into())))
     }
 
     pub fn with_backend(backend: BackendConfig) -> Self {
@@ -148,11 +125,11 @@ impl StoreConfig {
                     }
                 };
                 (
-                    BackendConfig::Jsonl {
-                        root,
+                    BackendConfig::Jsonl(JsonlConfig {
+                        root: root.into(),
                         compression,
                         pack_chunks: boolean("packChunks")?.unwrap_or(true),
-                    },
+                    }),
                     &["root", "compression", "packChunks"],
                 )
             }
@@ -162,21 +139,21 @@ impl StoreConfig {
                         "store config for sqlite needs a \"path\" (a file or \":memory:\")",
                     )
                 })?;
-                let journal_mode = string("journalMode")?
-                    .unwrap_or_else(|| "wal".into())
-                    .to_ascii_lowercase();
-                if !["wal", "delete", "truncate", "persist"].contains(&journal_mode.as_str()) {
-                    return Err(Error::invalid(format!(
-                        "store config journalMode must be wal, delete, truncate or persist, not {}",
-                        json::quote(&journal_mode)
-                    )));
-                }
+                let journal_mode = match string("journalMode")? {
+                    None => JournalMode::Wal,
+                    Some(m) => JournalMode::parse(&m).map_err(|_| {
+                        Error::invalid(format!(
+                            "store config journalMode must be wal, delete, truncate or persist, not {}",
+                            json::quote(&m)
+                        ))
+                    })?,
+                };
                 (
-                    BackendConfig::Sqlite {
+                    BackendConfig::Sqlite(SqliteConfig {
                         path,
                         journal_mode,
-                        busy_timeout_ms: uint("busyTimeoutMs", i32::MAX as u64)?.unwrap_or(5000),
-                    },
+                        busy_timeout_ms: uint("busyTimeoutMs", i32::MAX as u64)?.unwrap_or(5000) as u32,
+                    }),
                     &["path", "journalMode", "busyTimeoutMs"],
                 )
             }
@@ -238,11 +215,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             c.backend,
-            BackendConfig::Sqlite {
+            BackendConfig::Sqlite(SqliteConfig {
                 path: ":memory:".into(),
-                journal_mode: "delete".into(),
+                journal_mode: JournalMode::Delete,
                 busy_timeout_ms: 10
-            }
+            })
         );
         assert!(c.strict);
         assert_eq!(c.extra_event_types, vec!["a/b".to_string()]);
@@ -254,11 +231,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             c.backend,
-            BackendConfig::Jsonl {
+            BackendConfig::Jsonl(JsonlConfig {
                 root: "/r".into(),
                 compression: Compression::None,
                 pack_chunks: false
-            }
+            })
         );
     }
 

@@ -11,22 +11,20 @@ pub mod write_behind;
 
 use std::sync::Arc;
 
-pub use config::{BackendConfig, Compression, StoreConfig};
+pub use config::{BackendConfig, Compression, JournalMode, JsonlConfig, SqliteConfig, StoreConfig};
 pub use coordinator::{Clock, PreparedSession, Store};
 pub use live::{AppendOptions, LiveSession};
 pub use view::SessionView;
 
 use crate::backend::Backend;
+use crate::backend::jsonl::JsonlBackend;
+use crate::backend::sqlite::SqliteBackend;
 use crate::error::Result;
 
 /// Opens the backend a configuration names.
 pub fn open_backend(config: &BackendConfig) -> Result<Arc<dyn Backend>> {
-    match config {
-        BackendConfig::Jsonl { .. } => todo_backend("jsonl"),
-        BackendConfig::Sqlite { .. } => todo_backend("sqlite"),
-    }
-}
-
-fn todo_backend(name: &str) -> Result<Arc<dyn Backend>> {
-    Err(crate::error::Error::Unsupported(format!("the {name} backend is being merged")))
+    Ok(match config {
+        BackendConfig::Jsonl(c) => Arc::new(JsonlBackend::open(c.clone())?),
+        BackendConfig::Sqlite(c) => Arc::new(SqliteBackend::open(c)?),
+    })
 }
