@@ -81,9 +81,9 @@ pub fn fork_child_header(
 ) -> SessionHeader {
     child.parent_session = Some(parent.id.clone());
     child.seed_length = Some(seed_length as u64);
-    if child.cwd.is_none() {
-        child.cwd = parent.cwd.clone();
-    }
+    // SPEC 1.7: the child header gets the parent's cwd (a fork continues
+    // the parent's work in the same project).
+    child.cwd = parent.cwd.clone();
     child
 }
 
