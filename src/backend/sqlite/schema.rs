@@ -136,7 +136,9 @@ impl JournalMode {
     }
 }
 
-fn pragma_value(conn: &Connection, label: &str, name: &str) -> Result<String> {
+/// Reads a pragma back. `None` when SQLite returns no row (e.g.
+/// `mmap_size` of an in-memory database, where memory mapping never applies).
+fn pragma_value(conn: &Connection, label: &str, name: &str) -> Result<Option<String>> {
     conn.query_row(&format!("PRAGMA {name}"), [], |r| {
         let v: rusqlite::types::Value = r.get(0)?;
         Ok(match v {
@@ -145,6 +147,7 @@ fn pragma_value(conn: &Connection, label: &str, name: &str) -> Result<String> {
             other => format!("{other:?}"),
         })
     })
+    .optional()
     .map_err(|e| sql_error(label, &format!("cannot read PRAGMA {name}"), e))
 }
 
@@ -152,9 +155,15 @@ fn set_and_verify(conn: &Connection, label: &str, name: &str, value: &str, want:
     conn.execute_batch(&format!("PRAGMA {name} = {value}"))
         .map_err(|e| sql_error(label, &format!("cannot set PRAGMA {name}"), e))?;
     let got = pragma_value(conn, label, name)?;
-    if !got.eq_ignore_ascii_case(want) {
+    let taken = match &got {
+        Some(v) => v.eq_ignore_ascii_case(want),
+        // No memory mapping at all is what mmap_size = 0 asks for.
+        None => name == "mmap_size",
+    };
+    if !taken {
         return Err(Error::io_msg(format!(
-            "{label}: PRAGMA {name} = {value} did not take effect (reads back {got})"
+            "{label}: PRAGMA {name} = {value} did not take effect (reads back {})",
+            got.as_deref().unwrap_or("nothing")
         )));
     }
     Ok(())
