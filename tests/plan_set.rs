@@ -348,7 +348,7 @@ fn section_follows_the_pending_target_else_the_fold() {
     assert_eq!(p.section(&s), SECTION);
     p.set(&s, false).unwrap();
     assert_eq!(p.section(&s), "", "pending exit already drops the section");
-    assert_eq!(p.get(&s).active, true);
+    assert!(p.get(&s).active);
 }
 
 #[test]

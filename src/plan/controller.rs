@@ -161,8 +161,7 @@ impl PlanMode {
     /// The pending selection of a session, if any.
     pub fn pending(&self, session_id: &str) -> Option<Pending> {
         let slot = self.slots.lock().get(session_id).cloned()?;
-        let pending = *slot.lock();
-        pending
+        *slot.lock()
     }
 
     /// Drops the state kept for a session (call it when the session closes).
