@@ -359,7 +359,9 @@ fn forget_drops_the_pending_selection() {
     other.open_turn();
     p.set(&s, true).unwrap();
     p.set(&other, true).unwrap();
+    assert_eq!(p.tracked_sessions(), 2);
     p.forget("s");
+    assert_eq!(p.tracked_sessions(), 1);
     assert_eq!(p.pending("s"), None);
     assert_eq!(p.get(&s).to_json(), r#"{"active":false}"#);
     assert_eq!(p.pending("other"), pending(true, true));
@@ -373,4 +375,22 @@ fn controller_from_config_json() {
         PlanMode::from_config_json("{}").err().unwrap().to_string(),
         "PlanModeConfig needs a string `section`"
     );
+}
+
+#[test]
+fn sessions_without_a_pending_selection_are_not_tracked() {
+    let (p, s) = (controller(), FakeSession::new("s"));
+    p.set(&s, true).unwrap(); // committed
+    p.set(&s, true).unwrap(); // noop
+    assert!(p.get(&s).active);
+    assert_eq!(p.tracked_sessions(), 0);
+    s.open_turn();
+    p.set(&s, false).unwrap(); // queued
+    assert_eq!(p.tracked_sessions(), 1);
+    p.pre_step(&s).unwrap();
+    assert_eq!(p.tracked_sessions(), 0);
+    s.fail_appends(true);
+    p.set(&s, true).unwrap(); // queued
+    p.pre_step(&s).unwrap_err();
+    assert_eq!(p.tracked_sessions(), 1, "a failed commit stays pending");
 }

@@ -164,6 +164,13 @@ impl PlanMode {
         *slot.lock()
     }
 
+    /// How many sessions the controller holds state for (a pending
+    /// selection, or an operation in progress). Sessions without a pending
+    /// selection cost nothing.
+    pub fn tracked_sessions(&self) -> usize {
+        self.slots.lock().len()
+    }
+
     /// Drops the state kept for a session (call it when the session closes).
     pub fn forget(&self, session_id: &str) {
         self.slots.lock().remove(session_id);

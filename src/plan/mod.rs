@@ -17,7 +17,23 @@
 //!
 //! The controller works against the small [`PlanSession`] trait, which the
 //! store's live session implements. Every result has a typed Rust form and a
-//! compact JSON form (`to_json()`) for the C ABI.
+//! compact JSON form (`to_json()`) for the C ABI:
+//!
+//! | call | JSON |
+//! |---|---|
+//! | `get` | `{"active":bool}` or `{"active":bool,"pending":bool}` |
+//! | `set` | `{"outcome":"committed"\|"queued"\|"cancelled"\|"noop","narration"?:N}` |
+//! | `pre_step` | `{"appended":bool,"narration"?:N}` |
+//! | `section` | plain text (empty when inactive) |
+//! | `command` | `{"kind":"success"\|"error","text":"…","steer"?:{"content":[{"type":"text","text":"…"}],"source":{"kind":"user"}},"narration"?:N}` |
+//! | `exit_check` | `{"ok":true,"review":{"questions":[…]}}` or `{"ok":false,"error":"…"}` |
+//! | `exit_answer` (input) | `{"answers":[{"id":"plan-review","selected":["Approve"],"custom":null}]}` or `{"dismissed":true}` |
+//! | `exit_answer` | `{"approved":true}` or `{"approved":false,"error":"…"}` |
+//! | `project` | `{"active":bool,"pending":bool}` |
+//!
+//! `N` is a `user/message` payload (see [`Narration`]). Append failures are
+//! returned as [`crate::Error`]s, not as JSON results; tool refusals
+//! (`exit_check`, `exit_answer`) are results, since they go back to the model.
 
 mod command;
 mod config;

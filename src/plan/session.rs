@@ -7,8 +7,10 @@ use crate::model::json::JsonText;
 /// What plan mode needs from a live session. The store's live session
 /// implements it; tests use an in-memory fake.
 ///
-/// Implementations must be usable from several threads: the controller calls
-/// them while holding only its own per-session lock.
+/// Implementations must be usable from several threads. The controller calls
+/// them while holding its lock for that session, so an implementation must
+/// not call back into the same [`super::PlanMode`] for the same session (for
+/// example from an append listener): that would deadlock.
 pub trait PlanSession: Send + Sync {
     /// The session id: the key of the controller's pending selection.
     fn session_id(&self) -> String;
