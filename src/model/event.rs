@@ -264,7 +264,7 @@ impl Event {
         if let Err(e) = res.and_then(|_| s.expect_end()) {
             return Err(EnvelopeError::Syntax(e.to_string()));
         }
-        let ty = ty.and_then(|v| json::as_str(v));
+        let ty = ty.and_then(json::as_str);
         let ty = match ty {
             Some(t) => t,
             None => return Err(EnvelopeError::Invalid("event type must be a string".into())),
