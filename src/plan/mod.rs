@@ -41,6 +41,7 @@ mod controller;
 mod exit_review;
 mod fold;
 mod js_text;
+mod live_session;
 mod narration;
 mod projection;
 mod session;
