@@ -6,10 +6,14 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use dsh_persist::backend::{Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog};
+use dsh_persist::backend::{
+    Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
+};
 use dsh_persist::model::event::Event;
 use dsh_persist::model::header::{HeaderSource, SessionHeader};
-use dsh_persist::store::{AppendOptions, BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig};
+use dsh_persist::store::{
+    AppendOptions, BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
+};
 use dsh_persist::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -34,7 +38,9 @@ impl Kind {
                 }
                 BackendConfig::Jsonl(c)
             }
-            Kind::SqliteFile => BackendConfig::Sqlite(SqliteConfig::new(dir.path().join("sessions.db").display().to_string())),
+            Kind::SqliteFile => BackendConfig::Sqlite(SqliteConfig::new(
+                dir.path().join("sessions.db").display().to_string(),
+            )),
             Kind::SqliteMemory => BackendConfig::Sqlite(SqliteConfig::new(":memory:")),
         };
         let mut c = StoreConfig::with_backend(backend);
@@ -67,20 +73,28 @@ fn ev(line: &str) -> Event {
 fn open_turn_events() -> Vec<Event> {
     vec![
         ev(r#"{"type":"turn/start","seq":0,"time":10,"data":{"turn":1}}"#),
-        ev(&format!(r#"{{"type":"user/message","seq":1,"time":11,"data":{},"surfaceOp":"append"}}"#, conv::user_message("u1", "go"))),
+        ev(&format!(
+            r#"{{"type":"user/message","seq":1,"time":11,"data":{},"surfaceOp":"append"}}"#,
+            conv::user_message("u1", "go")
+        )),
         ev(r#"{"type":"step/start","seq":2,"time":12,"data":{"turn":1,"step":1}}"#),
         ev(&format!(
             r#"{{"type":"assistant/message","seq":3,"time":13,"data":{},"surfaceOp":"append"}}"#,
             conv::assistant_message(1, 1, "a1", "two tools", &[("c1", "bash"), ("c2", "bash")])
         )),
-        ev(&format!(r#"{{"type":"tool/call","seq":4,"time":14,"data":{}}}"#, conv::tool_call(1, 1, "c1"))),
+        ev(&format!(
+            r#"{{"type":"tool/call","seq":4,"time":14,"data":{}}}"#,
+            conv::tool_call(1, 1, "c1")
+        )),
     ]
 }
 
 fn closed_turn_events(turn: u64, first_seq: u64) -> Vec<Event> {
     let s = first_seq;
     vec![
-        ev(&format!(r#"{{"type":"turn/start","seq":{s},"time":1,"data":{{"turn":{turn}}}}}"#)),
+        ev(&format!(
+            r#"{{"type":"turn/start","seq":{s},"time":1,"data":{{"turn":{turn}}}}}"#
+        )),
         ev(&format!(
             r#"{{"type":"user/message","seq":{},"time":2,"data":{},"surfaceOp":"append"}}"#,
             s + 1,
@@ -94,11 +108,19 @@ fn closed_turn_events(turn: u64, first_seq: u64) -> Vec<Event> {
 }
 
 fn revision(store: &Store, id: &str) -> Option<Revision> {
-    store.list_snapshots().unwrap().into_iter().find(|(h, _)| h.id == id).map(|(_, r)| r)
+    store
+        .list_snapshots()
+        .unwrap()
+        .into_iter()
+        .find(|(h, _)| h.id == id)
+        .map(|(_, r)| r)
 }
 
 fn json(events: &[Event]) -> Vec<Value> {
-    events.iter().map(|e| support::parse(&e.to_json())).collect()
+    events
+        .iter()
+        .map(|e| support::parse(&e.to_json()))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -133,12 +155,19 @@ fn round_trip(kind: Kind) {
 fn fractional_created_at_is_rejected_without_reserving(kind: Kind) {
     let dir = TempDir::new("contract");
     let store = kind.open(&dir);
-    let err = SessionHeader::parse(r#"{"id":"frac","createdAt":1.5}"#, HeaderSource::Host).unwrap_err();
+    let err =
+        SessionHeader::parse(r#"{"id":"frac","createdAt":1.5}"#, HeaderSource::Host).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
-    assert!(err.to_string().contains("session metadata createdAt must be a non-negative safe integer"));
+    assert!(
+        err.to_string()
+            .contains("session metadata createdAt must be a non-negative safe integer")
+    );
     let ok = SessionHeader::parse(r#"{"id":"frac","createdAt":2}"#, HeaderSource::Host).unwrap();
     store.create(ok.clone()).unwrap();
-    assert_eq!(store.create(ok).unwrap_err().code(), Some("SESSION_ALREADY_EXISTS"));
+    assert_eq!(
+        store.create(ok).unwrap_err().code(),
+        Some("SESSION_ALREADY_EXISTS")
+    );
 }
 
 fn open_turn_closed_on_load_not_on_inspect(kind: Kind) {
@@ -148,12 +177,28 @@ fn open_turn_closed_on_load_not_on_inspect(kind: Kind) {
     store.append("open", open_turn_events()).unwrap();
     let before = revision(&store, "open").unwrap();
     let inspected = store.inspect("open").unwrap();
-    assert_eq!(inspected.events.len(), 5 + 4, "two tool results, step/end, turn/end");
-    assert_eq!(revision(&store, "open").unwrap(), before, "inspect writes nothing");
-    assert_eq!(store.read_from("open", 0).unwrap().events.len(), 5, "closers live in memory only");
+    assert_eq!(
+        inspected.events.len(),
+        5 + 4,
+        "two tool results, step/end, turn/end"
+    );
+    assert_eq!(
+        revision(&store, "open").unwrap(),
+        before,
+        "inspect writes nothing"
+    );
+    assert_eq!(
+        store.read_from("open", 0).unwrap().events.len(),
+        5,
+        "closers live in memory only"
+    );
     let loaded = store.load("open").unwrap();
     assert_eq!(json(&loaded.events), json(&inspected.events));
-    assert_ne!(revision(&store, "open").unwrap(), before, "load commits the repair");
+    assert_ne!(
+        revision(&store, "open").unwrap(),
+        before,
+        "load commits the repair"
+    );
     assert_eq!(store.read_from("open", 0).unwrap().events.len(), 9);
     // Now balanced: a second load changes nothing.
     let r = revision(&store, "open").unwrap();
@@ -172,7 +217,10 @@ fn tool_repairs_carry_codes(kind: Kind) {
     assert_eq!(tail[0]["data"]["error"]["code"], "TOOL_OUTCOME_UNKNOWN");
     assert_eq!(tail[0]["data"]["error"]["name"], "ToolOutcomeUnknownError");
     assert_eq!(tail[0]["sourceEventSeqs"], serde_json::json!([4]));
-    assert_eq!(tail[0]["data"]["message"]["id"], "interrupted-tool-result-c1-5");
+    assert_eq!(
+        tail[0]["data"]["message"]["id"],
+        "interrupted-tool-result-c1-5"
+    );
     assert_eq!(tail[1]["data"]["error"]["code"], "TOOL_NOT_STARTED");
     assert!(tail[1].get("sourceEventSeqs").is_none());
     assert_eq!(tail[2]["type"], "step/end");
@@ -210,7 +258,10 @@ fn read_from_suffixes(kind: Kind) {
     }
     assert!(store.read_from("rf", n).unwrap().events.is_empty());
     assert!(store.read_from("rf", n + 3).unwrap().events.is_empty());
-    assert_eq!(store.read_from("rf", -1).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        store.read_from("rf", -1).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
     let missing = store.read_from("nope", 0).unwrap_err();
     assert_eq!(missing.kind(), ErrorKind::NotFound);
     assert_eq!(missing.to_string(), "session \"nope\" not found");
@@ -230,7 +281,11 @@ fn revisions_are_stable_and_change_on_append(kind: Kind) {
     assert_ne!(a, b);
     if let Some(other) = kind.reopen(&dir) {
         let c = revision(&other, "rev").unwrap();
-        assert_eq!(c, revision(&other, "rev").unwrap(), "stable in another store too");
+        assert_eq!(
+            c,
+            revision(&other, "rev").unwrap(),
+            "stable in another store too"
+        );
     }
 }
 
@@ -246,31 +301,66 @@ fn bad_append_batches_are_rejected(kind: Kind) {
     let mut gap = closed_turn_events(2, 3);
     gap[2].seq = 9;
     let e = store.append("seqs", gap).unwrap_err();
-    assert!(e.to_string().contains("seq gap at batch index 2 (expected 5, got 9)"), "{e}");
-    assert_eq!(store.read_from("seqs", 0).unwrap().events.len(), before, "nothing written");
-    assert_eq!(store.append("missing", closed_turn_events(1, 0)).unwrap_err().kind(), ErrorKind::NotFound);
+    assert!(
+        e.to_string()
+            .contains("seq gap at batch index 2 (expected 5, got 9)"),
+        "{e}"
+    );
+    assert_eq!(
+        store.read_from("seqs", 0).unwrap().events.len(),
+        before,
+        "nothing written"
+    );
+    assert_eq!(
+        store
+            .append("missing", closed_turn_events(1, 0))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
 }
 
 fn non_lossless_data_is_rejected_naming_the_type(kind: Kind) {
     let dir = TempDir::new("contract");
     let store = kind.open(&dir);
     let live = store.start(header("lossless")).unwrap();
-    for bad in [r#"{"x":-0}"#, r#"{"x":1e400}"#, r#"{"x":NaN}"#, r#"{"a":1,"a":2}"#] {
-        let e = live.append("session/title", bad, &AppendOptions::default()).unwrap_err();
+    for bad in [
+        r#"{"x":-0}"#,
+        r#"{"x":1e400}"#,
+        r#"{"x":NaN}"#,
+        r#"{"a":1,"a":2}"#,
+    ] {
+        let e = live
+            .append("session/title", bad, &AppendOptions::default())
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         let m = e.to_string();
-        assert!(m.contains("session/title") && m.contains("losslessly JSON-serializable"), "{bad}: {m}");
+        assert!(
+            m.contains("session/title") && m.contains("losslessly JSON-serializable"),
+            "{bad}: {m}"
+        );
     }
     assert_eq!(live.len(), 0, "nothing was committed");
     // Canonicalized like JSON.stringify.
-    live.append("session/title", r#"{ "b" : 1.0, "a" : "\u0041" }"#, &AppendOptions::default()).unwrap();
+    live.append(
+        "session/title",
+        r#"{ "b" : 1.0, "a" : "\u0041" }"#,
+        &AppendOptions::default(),
+    )
+    .unwrap();
     assert_eq!(live.events(0)[0].data.as_str(), r#"{"b":1,"a":"A"}"#);
     live.close().unwrap();
     store.create(header("lossless-cold")).unwrap();
     let e = store
-        .append_json("lossless-cold", r#"[{"type":"session/title","seq":0,"time":0,"data":{"n":-0.0}}]"#)
+        .append_json(
+            "lossless-cold",
+            r#"[{"type":"session/title","seq":0,"time":0,"data":{"n":-0.0}}]"#,
+        )
         .unwrap_err();
-    assert!(e.to_string().contains("losslessly JSON-serializable"), "{e}");
+    assert!(
+        e.to_string().contains("losslessly JSON-serializable"),
+        "{e}"
+    );
 }
 
 fn live_load_of_balanced_and_open_turns(kind: Kind) {
@@ -279,14 +369,23 @@ fn live_load_of_balanced_and_open_turns(kind: Kind) {
     let live = store.start(header("liveload")).unwrap();
     complete_turn(&live, 1);
     let v = store.load("liveload").unwrap();
-    assert_eq!(v.events.len() as u64, live.len(), "a balanced live session loads");
+    assert_eq!(
+        v.events.len() as u64,
+        live.len(),
+        "a balanced live session loads"
+    );
     assert_eq!(live.pending_len(), 0, "load flushed the live session");
-    live.append("turn/start", r#"{"turn":2}"#, &AppendOptions::default()).unwrap();
+    live.append("turn/start", r#"{"turn":2}"#, &AppendOptions::default())
+        .unwrap();
     let e = store.load("liveload").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Conflict);
     assert!(e.to_string().contains("open turn"), "{e}");
     let ins = store.inspect("liveload").unwrap();
-    assert_eq!(ins.events.len() as u64, live.len(), "inspect shows the live snapshot, open turn included");
+    assert_eq!(
+        ins.events.len() as u64,
+        live.len(),
+        "inspect shows the live snapshot, open turn included"
+    );
     live.close().unwrap();
     // Closed: now cold, so load closes the turn synthetically.
     let v = store.load("liveload").unwrap();
@@ -330,7 +429,12 @@ impl Backend for Counting {
     fn revision(&self, id: &str) -> Result<Option<Revision>> {
         self.inner.revision(id)
     }
-    fn append(&self, header: &SessionHeader, events: &[Event], expect: Expect<'_>) -> Result<Revision> {
+    fn append(
+        &self,
+        header: &SessionHeader,
+        events: &[Event],
+        expect: Expect<'_>,
+    ) -> Result<Revision> {
         self.appends.fetch_add(1, Ordering::SeqCst);
         if self.fail_appends.load(Ordering::SeqCst) > 0 {
             self.fail_appends.fetch_sub(1, Ordering::SeqCst);
@@ -372,18 +476,36 @@ fn prepare_reuses_inspection_until_an_external_append(kind: Kind) {
     store.inspect("prep").unwrap();
     let reads = counting.reads.load(Ordering::SeqCst);
     store.inspect("prep").unwrap();
-    assert_eq!(counting.reads.load(Ordering::SeqCst), reads, "inspect reuses the retained inspection");
+    assert_eq!(
+        counting.reads.load(Ordering::SeqCst),
+        reads,
+        "inspect reuses the retained inspection"
+    );
     let prepared = store.prepare("prep").unwrap();
-    assert_eq!(counting.reads.load(Ordering::SeqCst), reads, "prepare reuses it too");
+    assert_eq!(
+        counting.reads.load(Ordering::SeqCst),
+        reads,
+        "prepare reuses it too"
+    );
     assert_eq!(prepared.events().len(), 9, "with the repair committed");
-    assert_eq!(store.prepare("prep").err().unwrap().kind(), ErrorKind::Conflict, "the id is reserved");
+    assert_eq!(
+        store.prepare("prep").err().unwrap().kind(),
+        ErrorKind::Conflict,
+        "the id is reserved"
+    );
     drop(prepared); // releases the reservation
-    let Some(other) = kind.reopen(&dir) else { return };
+    let Some(other) = kind.reopen(&dir) else {
+        return;
+    };
     store.inspect("prep").unwrap();
     let reads = counting.reads.load(Ordering::SeqCst);
     other.append("prep", closed_turn_events(2, 9)).unwrap();
     let prepared = store.prepare("prep").unwrap();
-    assert_eq!(counting.reads.load(Ordering::SeqCst), reads + 1, "a stale inspection is re-read");
+    assert_eq!(
+        counting.reads.load(Ordering::SeqCst),
+        reads + 1,
+        "a stale inspection is re-read"
+    );
     assert_eq!(prepared.events().len(), 12);
     let live = store.publish(prepared).unwrap();
     assert_eq!(live.events(12)[0].type_str(), "session/end-seed");
@@ -396,12 +518,15 @@ fn resume_and_fork(kind: Kind) {
     let store = kind.open(&dir);
     let live = store.start(header("parent")).unwrap();
     let n = complete_turn(&live, 1) as u64;
-    live.append("turn/start", r#"{"turn":2}"#, &AppendOptions::default()).unwrap();
+    live.append("turn/start", r#"{"turn":2}"#, &AppendOptions::default())
+        .unwrap();
     live.flush().unwrap();
     // Fork a live source at the end of turn 1.
     let mut child = header("child");
     child.cwd = Some("/elsewhere".into());
-    let forked = store.fork("parent", Some(n as i64 - 1), Some(child)).unwrap();
+    let forked = store
+        .fork("parent", Some(n as i64 - 1), Some(child))
+        .unwrap();
     assert_eq!(forked.header().parent_session.as_deref(), Some("parent"));
     assert_eq!(forked.header().seed_length, Some(n));
     assert_eq!(forked.header().cwd.as_deref(), Some("/home/dev/project"));
@@ -412,7 +537,10 @@ fn resume_and_fork(kind: Kind) {
     assert_eq!(e.code(), Some("INVALID_BOUNDARY"));
     let e = store.fork("ghost", None, None).err().unwrap();
     assert_eq!(e.code(), Some("SESSION_NOT_FOUND"));
-    let e = store.fork("parent", Some(n as i64 - 1), Some(header("child"))).err().unwrap();
+    let e = store
+        .fork("parent", Some(n as i64 - 1), Some(header("child")))
+        .err()
+        .unwrap();
     assert_eq!(e.code(), Some("SESSION_ALREADY_EXISTS"));
     forked.close().unwrap();
     let child_view = store.load("child").unwrap();
@@ -421,12 +549,22 @@ fn resume_and_fork(kind: Kind) {
     live.close().unwrap();
     let resumed = store.resume("parent").unwrap();
     let ev = resumed.events(0);
-    assert_eq!(ev[ev.len() - 2].type_str(), "turn/end", "repair closed turn 2");
+    assert_eq!(
+        ev[ev.len() - 2].type_str(),
+        "turn/end",
+        "repair closed turn 2"
+    );
     assert_eq!(ev.last().unwrap().type_str(), "session/end-seed");
-    resumed.append("turn/start", r#"{"turn":3}"#, &AppendOptions::default()).unwrap();
+    resumed
+        .append("turn/start", r#"{"turn":3}"#, &AppendOptions::default())
+        .unwrap();
     resumed.close().unwrap();
     let v = store.inspect("parent").unwrap();
-    assert_eq!(v.events.last().unwrap().type_str(), "turn/end", "inspect closes turn 3 in memory");
+    assert_eq!(
+        v.events.last().unwrap().type_str(),
+        "turn/end",
+        "inspect closes turn 3 in memory"
+    );
 }
 
 fn write_behind_batches_one_window(kind: Kind) {
@@ -434,7 +572,11 @@ fn write_behind_batches_one_window(kind: Kind) {
     let (counting, store) = counting_store(kind, &dir, 60_000);
     let live = store.start(header("wb")).unwrap();
     let n = complete_turn(&live, 1);
-    assert_eq!(counting.appends.load(Ordering::SeqCst), 0, "appends never wait for disk");
+    assert_eq!(
+        counting.appends.load(Ordering::SeqCst),
+        0,
+        "appends never wait for disk"
+    );
     live.flush().unwrap();
     assert_eq!(*counting.batches.lock(), vec![n], "one window, one batch");
     live.close().unwrap();
@@ -461,7 +603,10 @@ fn write_failures_are_retained_and_retried(kind: Kind) {
     let e = live.flush().unwrap_err();
     assert!(e.to_string().contains("injected write failure"));
     assert_eq!(live.pending_len(), n, "events kept in order");
-    assert!(live.background_error().is_some(), "the failure is retrievable");
+    assert!(
+        live.background_error().is_some(),
+        "the failure is retrievable"
+    );
     live.close().unwrap(); // close retries at once
     assert!(live.background_error().is_none(), "resolved by the retry");
     assert_eq!(store.load("fail").unwrap().events.len(), n);
@@ -475,7 +620,12 @@ fn close_drains_everything(kind: Kind) {
     let n = complete_turn(&a, 1);
     complete_turn(&b, 1);
     store.close().unwrap();
-    assert_eq!(a.append("session/title", "{}", &AppendOptions::default()).unwrap_err().kind(), ErrorKind::Closed);
+    assert_eq!(
+        a.append("session/title", "{}", &AppendOptions::default())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Closed
+    );
     if let Some(other) = kind.reopen(&dir) {
         assert_eq!(other.list().unwrap().len(), 2);
         assert_eq!(other.load("drain-a").unwrap().events.len(), n);
@@ -514,19 +664,35 @@ fn surface_rules_apply_to_live_appends(kind: Kind) {
     let dir = TempDir::new("contract");
     let store = kind.open(&dir);
     let live = store.start(header("surface")).unwrap();
-    live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default()).unwrap();
-    let e = live.append("user/message", &conv::user_message("u", "x"), &AppendOptions::default()).unwrap_err();
+    live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default())
+        .unwrap();
+    let e = live
+        .append(
+            "user/message",
+            &conv::user_message("u", "x"),
+            &AppendOptions::default(),
+        )
+        .unwrap_err();
     assert!(e.to_string().contains("requires a surfaceOp marker"), "{e}");
-    let e = live.append("turn/start", r#"{"turn":2}"#, &AppendOptions::default()).unwrap_err();
+    let e = live
+        .append("turn/start", r#"{"turn":2}"#, &AppendOptions::default())
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    let e = live.append("future/thing", "{}", &AppendOptions::default()).unwrap_err();
+    let e = live
+        .append("future/thing", "{}", &AppendOptions::default())
+        .unwrap_err();
     assert!(e.to_string().contains("unknown"), "{e}");
     let ign = AppendOptions {
         ignorable: true,
         ..Default::default()
     };
     live.append("future/thing", "{}", &ign).unwrap();
-    live.append("user/message", &conv::user_message("u", "x"), &append_opts()).unwrap();
+    live.append(
+        "user/message",
+        &conv::user_message("u", "x"),
+        &append_opts(),
+    )
+    .unwrap();
     assert_eq!(live.messages().len(), 1);
     live.close().unwrap();
 }

@@ -181,7 +181,8 @@ mod tests {
         own.cwd = Some("/elsewhere".into());
         assert_eq!(
             fork_child_header(&parent, own, 0).cwd.as_deref(),
-            Some("/elsewhere")
+            Some("/live/project"),
+            "the child always takes the parent's cwd"
         );
     }
 }

@@ -100,8 +100,14 @@ mod tests {
         assert!(c.get("a", &Revision("1".into())).is_some()); // a is now most recent
         c.put("c", insp("1")); // evicts b
         assert!(c.get("b", &Revision("1".into())).is_none());
-        assert!(c.get("a", &Revision("2".into())).is_none(), "stale revision is not reused");
-        assert!(c.get("a", &Revision("1".into())).is_none(), "stale entry was dropped");
+        assert!(
+            c.get("a", &Revision("2".into())).is_none(),
+            "stale revision is not reused"
+        );
+        assert!(
+            c.get("a", &Revision("1".into())).is_none(),
+            "stale entry was dropped"
+        );
         assert_eq!(c.len(), 1);
         assert!(c.take("c", &Revision("1".into())).is_some());
         assert!(c.is_empty());

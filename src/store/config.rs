@@ -152,7 +152,8 @@ impl StoreConfig {
                     BackendConfig::Sqlite(SqliteConfig {
                         path,
                         journal_mode,
-                        busy_timeout_ms: uint("busyTimeoutMs", i32::MAX as u64)?.unwrap_or(5000) as u32,
+                        busy_timeout_ms: uint("busyTimeoutMs", i32::MAX as u64)?.unwrap_or(5000)
+                            as u32,
                     }),
                     &["path", "journalMode", "busyTimeoutMs"],
                 )

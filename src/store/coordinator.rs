@@ -136,7 +136,10 @@ fn not_found(id: &str) -> Error {
 }
 
 fn already_exists(id: &str) -> Error {
-    Error::conflict_code("SESSION_ALREADY_EXISTS", format!("session {} already exists", quote(id)))
+    Error::conflict_code(
+        "SESSION_ALREADY_EXISTS",
+        format!("session {} already exists", quote(id)),
+    )
 }
 
 impl Store {
@@ -153,7 +156,11 @@ impl Store {
 
     /// A store over any backend (tests, fault injection, embedding), with an
     /// optional clock for event times.
-    pub fn with_backend(backend: Arc<dyn Backend>, config: StoreConfig, clock: Option<Clock>) -> Store {
+    pub fn with_backend(
+        backend: Arc<dyn Backend>,
+        config: StoreConfig,
+        clock: Option<Clock>,
+    ) -> Store {
         let vocab = Vocabulary::with_extra(config.extra_event_types.iter().cloned());
         let cache = InspectionCache::new(config.prepared_session_cache_size);
         Store {
@@ -214,7 +221,11 @@ impl Store {
         self.shared.check_open()?;
         let _g = self.shared.ids.lock(&header.id);
         self.ensure_free(&header.id)?;
-        self.shared.registry.lock().created.insert(header.id.clone(), header);
+        self.shared
+            .registry
+            .lock()
+            .created
+            .insert(header.id.clone(), header);
         Ok(())
     }
 
@@ -225,19 +236,19 @@ impl Store {
             .map_err(|e| Error::invalid(format!("events must be a JSON array of events: {e}")))?;
         let mut events = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            let mut e = Event::parse(item).map_err(|m| Error::invalid(format!("event at index {i}: {m}")))?;
+            let mut e = Event::parse(item)
+                .map_err(|m| Error::invalid(format!("event at index {i}: {m}")))?;
             e.data = check_lossless(e.type_str(), e.data.as_str())?;
             if let Some(op) = &e.surface_op {
-                e.surface_op = Some(
-                    json::JsonText::canonical(op.as_str())
-                        .map_err(|m| Error::invalid(format!("event at index {i} surfaceOp: {m}")))?,
-                );
+                e.surface_op =
+                    Some(json::JsonText::canonical(op.as_str()).map_err(|m| {
+                        Error::invalid(format!("event at index {i} surfaceOp: {m}"))
+                    })?);
             }
             if let Some(s) = &e.source_event_seqs {
-                e.source_event_seqs = Some(
-                    json::JsonText::canonical(s.as_str())
-                        .map_err(|m| Error::invalid(format!("event at index {i} sourceEventSeqs: {m}")))?,
-                );
+                e.source_event_seqs = Some(json::JsonText::canonical(s.as_str()).map_err(|m| {
+                    Error::invalid(format!("event at index {i} sourceEventSeqs: {m}"))
+                })?);
             }
             events.push(e);
         }
@@ -303,13 +314,13 @@ impl Store {
                     e.seq
                 )));
             }
-            tail.surface
-                .apply(e)
-                .map_err(|m| Error::invalid(format!("cannot append to session {}: {m}", quote(id))))?;
+            tail.surface.apply(e).map_err(|m| {
+                Error::invalid(format!("cannot append to session {}: {m}", quote(id)))
+            })?;
             if strict {
-                tail.trace
-                    .check(e)
-                    .map_err(|m| Error::invalid(format!("cannot append to session {}: {m}", quote(id))))?;
+                tail.trace.check(e).map_err(|m| {
+                    Error::invalid(format!("cannot append to session {}: {m}", quote(id)))
+                })?;
             }
         }
         let expect = if tail.next_seq == 0 && tail.revision.0.is_empty() {
@@ -328,7 +339,11 @@ impl Store {
     /// The append state of a stored session, reusing the last one while the
     /// revision is current.
     fn tail(&self, id: &str) -> Result<Tail> {
-        let current = self.shared.backend.revision(id)?.ok_or_else(|| not_found(id))?;
+        let current = self
+            .shared
+            .backend
+            .revision(id)?
+            .ok_or_else(|| not_found(id))?;
         if let Some(t) = self.shared.tails.lock().get(id) {
             if t.revision == current {
                 return Ok(t.clone());
@@ -359,7 +374,11 @@ impl Store {
     /// Reads, converts, validates and closes a cold session, or reuses the
     /// retained inspection while its revision is current.
     fn inspection(&self, id: &str) -> Result<Arc<Inspection>> {
-        let current = self.shared.backend.revision(id)?.ok_or_else(|| not_found(id))?;
+        let current = self
+            .shared
+            .backend
+            .revision(id)?
+            .ok_or_else(|| not_found(id))?;
         if let Some(hit) = self.shared.cache.lock().get(id, &current) {
             return Ok(hit);
         }
@@ -385,7 +404,11 @@ impl Store {
     /// An inspection owned by the caller (taken out of the cache when it is
     /// current, so a load does not copy a large log).
     fn take_inspection(&self, id: &str) -> Result<Inspection> {
-        let current = self.shared.backend.revision(id)?.ok_or_else(|| not_found(id))?;
+        let current = self
+            .shared
+            .backend
+            .revision(id)?
+            .ok_or_else(|| not_found(id))?;
         if let Some(hit) = self.shared.cache.lock().take(id, &current) {
             return Ok(Arc::try_unwrap(hit).unwrap_or_else(|a| (*a).clone()));
         }
@@ -465,7 +488,11 @@ impl Store {
             live.flush()?;
         }
         let from = from as u64;
-        let scanned = self.shared.backend.read_from(id, from)?.ok_or_else(|| not_found(id))?;
+        let scanned = self
+            .shared
+            .backend
+            .read_from(id, from)?
+            .ok_or_else(|| not_found(id))?;
         let mut events = scanned.events;
         convert_legacy(id, &mut events)?;
         check_read(id, scanned.raw_log.as_deref(), &self.shared.vocab, &events)?;
@@ -502,10 +529,16 @@ impl Store {
         {
             let reg = self.shared.registry.lock();
             if reg.live.get(id).is_some_and(|w| w.strong_count() > 0) {
-                return Err(Error::conflict(format!("session {} is already live in this process", quote(id))));
+                return Err(Error::conflict(format!(
+                    "session {} is already live in this process",
+                    quote(id)
+                )));
             }
             if reg.reserved.contains(id) {
-                return Err(Error::conflict(format!("session {} is already prepared for resume", quote(id))));
+                return Err(Error::conflict(format!(
+                    "session {} is already prepared for resume",
+                    quote(id)
+                )));
             }
         }
         let insp = self.take_inspection(id)?;
@@ -542,7 +575,11 @@ impl Store {
         }
         prepared.published = true;
         if marker {
-            live.append_data("session/end-seed", json::JsonText::from_trusted("{}"), &Default::default())?;
+            live.append_data(
+                "session/end-seed",
+                json::JsonText::from_trusted("{}"),
+                &Default::default(),
+            )?;
         }
         Ok(live)
     }
@@ -561,7 +598,11 @@ impl Store {
     /// Starts a live session from seed events (e.g. a subagent's inherited
     /// history): the seed is persisted with the first batch, followed by one
     /// `session/end-seed` marker unless the seed ends with one (SPEC §1.7).
-    pub fn start_with_seed(&self, header: SessionHeader, seed_events: Vec<Event>) -> Result<LiveSession> {
+    pub fn start_with_seed(
+        &self,
+        header: SessionHeader,
+        seed_events: Vec<Event>,
+    ) -> Result<LiveSession> {
         self.shared.check_open()?;
         let id = header.id.clone();
         let _g = self.shared.ids.lock(&id);
@@ -576,9 +617,17 @@ impl Store {
         }
         let marker = !seed_events.is_empty() && seed::needs_end_seed_marker(&seed_events);
         let live = LiveSession::start(self.shared.clone(), header, Vec::new(), None, seed_events);
-        self.shared.registry.lock().live.insert(id, Arc::downgrade(live.inner()));
+        self.shared
+            .registry
+            .lock()
+            .live
+            .insert(id, Arc::downgrade(live.inner()));
         if marker {
-            live.append_data("session/end-seed", json::JsonText::from_trusted("{}"), &Default::default())?;
+            live.append_data(
+                "session/end-seed",
+                json::JsonText::from_trusted("{}"),
+                &Default::default(),
+            )?;
         }
         Ok(live)
     }
@@ -587,7 +636,12 @@ impl Store {
     /// `source_id` up to `boundary` (inclusive; `None` = the last event).
     /// `child`: the new header (its cwd, parentSession and seedLength are
     /// set from the parent); `None` generates an id.
-    pub fn fork(&self, source_id: &str, boundary: Option<i64>, child: Option<SessionHeader>) -> Result<LiveSession> {
+    pub fn fork(
+        &self,
+        source_id: &str,
+        boundary: Option<i64>,
+        child: Option<SessionHeader>,
+    ) -> Result<LiveSession> {
         self.shared.check_open()?;
         let (parent, events) = if let Some(live) = self.shared.live(source_id) {
             (live.header().clone(), live.snapshot())
@@ -607,7 +661,8 @@ impl Store {
             (insp.stored.header.clone(), ev)
         };
         let prefix = seed::fork_prefix_len(&events, boundary)?;
-        let child = child.unwrap_or_else(|| SessionHeader::new(new_session_id(), now_ms().max(0) as u64));
+        let child =
+            child.unwrap_or_else(|| SessionHeader::new(new_session_id(), now_ms().max(0) as u64));
         let header = seed::fork_child_header(&parent, child, prefix);
         let mut seed_events = events;
         seed_events.truncate(prefix);

@@ -42,13 +42,17 @@ impl AppendOptions {
         for (k, v) in fields {
             match k.decode().as_ref() {
                 "surfaceOp" => {
-                    o.surface_op = Some(
-                        json::canonicalize(v).map_err(|e| Error::invalid(format!("append options surfaceOp: {e}")))?,
-                    )
+                    o.surface_op =
+                        Some(json::canonicalize(v).map_err(|e| {
+                            Error::invalid(format!("append options surfaceOp: {e}"))
+                        })?)
                 }
                 "sourceEventSeqs" => {
-                    let items = json::array_items(v)
-                        .map_err(|_| Error::invalid("append options sourceEventSeqs must be an array of integers"))?;
+                    let items = json::array_items(v).map_err(|_| {
+                        Error::invalid(
+                            "append options sourceEventSeqs must be an array of integers",
+                        )
+                    })?;
                     let seqs = items
                         .iter()
                         .map(|i| json::as_safe_uint(i))
@@ -61,7 +65,11 @@ impl AppendOptions {
                 "ignorable" => match v.trim() {
                     "true" => o.ignorable = true,
                     "false" => o.ignorable = false,
-                    _ => return Err(Error::invalid("append options ignorable must be true or false")),
+                    _ => {
+                        return Err(Error::invalid(
+                            "append options ignorable must be true or false",
+                        ));
+                    }
                 },
                 other => {
                     return Err(Error::invalid(format!(
@@ -153,7 +161,11 @@ impl LiveSession {
             inner: Arc::new(LiveInner {
                 shared,
                 header,
-                log: RwLock::new(LiveLog { events, surface, trace }),
+                log: RwLock::new(LiveLog {
+                    events,
+                    surface,
+                    trace,
+                }),
                 ctrl,
                 closed: AtomicBool::new(false),
             }),
@@ -189,18 +201,29 @@ impl LiveSession {
 
     /// Appends one event: `data_json` is host JSON (canonicalized), options
     /// as parsed by [`AppendOptions::parse`]. Returns the assigned seq.
-    pub fn append(&self, event_type: &str, data_json: &str, options: &AppendOptions) -> Result<u64> {
+    pub fn append(
+        &self,
+        event_type: &str,
+        data_json: &str,
+        options: &AppendOptions,
+    ) -> Result<u64> {
         let data = check_lossless(event_type, data_json)?;
         self.append_data(event_type, data, options)
     }
 
     /// Like [`LiveSession::append`] with data that is already canonical.
-    pub fn append_data(&self, event_type: &str, data: JsonText, options: &AppendOptions) -> Result<u64> {
+    pub fn append_data(
+        &self,
+        event_type: &str,
+        data: JsonText,
+        options: &AppendOptions,
+    ) -> Result<u64> {
         self.check_open()?;
         if event_type.is_empty() {
             return Err(Error::invalid("event type must be a non-empty string"));
         }
-        if is_row_tag(event_type) || vocabulary::static_name(event_type).is_some() && !vocabulary::is_known(event_type)
+        if is_row_tag(event_type)
+            || vocabulary::static_name(event_type).is_some() && !vocabulary::is_known(event_type)
         {
             return Err(Error::invalid(format!(
                 "event type {} is reserved by the storage format",
@@ -223,16 +246,27 @@ impl LiveSession {
         if let Some(seqs) = &options.source_event_seqs {
             let text = format!(
                 "[{}]",
-                seqs.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+                seqs.iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
             );
             event.source_event_seqs = Some(JsonText::from_trusted(text));
         }
         event.ignorable = options.ignorable;
         let mut trace = log.trace.clone();
-        trace.check(&event).map_err(|m| Error::invalid(format!("cannot append to session {}: {m}", json::quote(self.id()))))?;
-        log.surface
-            .apply(&event)
-            .map_err(|m| Error::invalid(format!("cannot append to session {}: {m}", json::quote(self.id()))))?;
+        trace.check(&event).map_err(|m| {
+            Error::invalid(format!(
+                "cannot append to session {}: {m}",
+                json::quote(self.id())
+            ))
+        })?;
+        log.surface.apply(&event).map_err(|m| {
+            Error::invalid(format!(
+                "cannot append to session {}: {m}",
+                json::quote(self.id())
+            ))
+        })?;
         log.trace = trace;
         log.events.push(event.clone());
         self.inner.ctrl.enqueue([event])?;
@@ -267,7 +301,8 @@ impl LiveSession {
 
     /// Whether the last turn is open.
     pub fn has_open_turn(&self) -> bool {
-        self.inner.log.read().trace.open_turn().is_some() || has_open_turn(&self.inner.log.read().events)
+        self.inner.log.read().trace.open_turn().is_some()
+            || has_open_turn(&self.inner.log.read().events)
     }
 
     /// The model-visible transcript (SPEC §1.5 `derive_messages`).

@@ -15,7 +15,12 @@ impl SessionView {
     /// `{"meta":<header>,"events":[…]}`, events byte for byte in their key
     /// order.
     pub fn to_json(&self) -> String {
-        let cap = 64 + self.events.iter().map(|e| e.data.as_str().len() + 64).sum::<usize>();
+        let cap = 64
+            + self
+                .events
+                .iter()
+                .map(|e| e.data.as_str().len() + 64)
+                .sum::<usize>();
         let mut out = String::with_capacity(cap);
         out.push_str("{\"meta\":");
         out.push_str(&self.header.to_json());

@@ -36,7 +36,10 @@ pub fn fresh_db(tag: &str) -> (TempDir, PathBuf, SqliteBackend) {
 }
 
 pub fn events_value(events: &[Event]) -> Vec<Value> {
-    events.iter().map(|e| support::parse(&e.to_json())).collect()
+    events
+        .iter()
+        .map(|e| support::parse(&e.to_json()))
+        .collect()
 }
 
 pub fn header_value(h: &SessionHeader) -> Value {
@@ -152,7 +155,8 @@ pub fn expected_rows(rows: &Value) -> Vec<Value> {
         })
         .collect();
     out.sort_by(|a, b| {
-        (a["session_id"].as_str(), a["seq"].as_i64()).cmp(&(b["session_id"].as_str(), b["seq"].as_i64()))
+        (a["session_id"].as_str(), a["seq"].as_i64())
+            .cmp(&(b["session_id"].as_str(), b["seq"].as_i64()))
     });
     out
 }
