@@ -1,0 +1,143 @@
+//! The command line (SPEC §9): subcommands, store selection, `--json`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Reads, checks, converts and benchmarks DeepSeek Harness session stores
+/// (JSONL+zstd, raw JSONL or SQLite).
+#[derive(Parser, Debug)]
+#[command(name = "dsh-persist", version, about, long_about = None)]
+pub struct Cli {
+    /// Print JSON on stdout; errors go to stderr as {"error":{"kind","message"}}.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Which store to open: exactly one of the three flags.
+#[derive(Args, Debug, Clone)]
+#[group(id = "store", required = true, multiple = false)]
+pub struct StoreArgs {
+    /// A JSONL root whose logs are zstd-compressed (`session.jsonl.zst`).
+    #[arg(long, value_name = "ROOT")]
+    pub jsonl: Option<PathBuf>,
+    /// A JSONL root with uncompressed logs (`session.jsonl`).
+    #[arg(long = "jsonl-raw", value_name = "ROOT")]
+    pub jsonl_raw: Option<PathBuf>,
+    /// A SQLite session database (schema 17).
+    #[arg(long, value_name = "FILE")]
+    pub sqlite: Option<PathBuf>,
+}
+
+/// Where `convert` writes: exactly one of the three flags.
+#[derive(Args, Debug, Clone)]
+#[group(id = "target", required = true, multiple = false)]
+pub struct TargetArgs {
+    /// Convert into a JSONL root with zstd-compressed logs.
+    #[arg(long = "to-jsonl", value_name = "ROOT")]
+    pub to_jsonl: Option<PathBuf>,
+    /// Convert into a JSONL root with uncompressed logs.
+    #[arg(long = "to-jsonl-raw", value_name = "ROOT")]
+    pub to_jsonl_raw: Option<PathBuf>,
+    /// Convert into a SQLite database (created if missing).
+    #[arg(long = "to-sqlite", value_name = "FILE")]
+    pub to_sqlite: Option<PathBuf>,
+}
+
+/// The benchmark's options (SPEC §10).
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// The workload: zstd-compressed JSONL, one event per line.
+    /// Default: `<crate>/../shared/bench/workload-100k.jsonl.zst`.
+    #[arg(long, value_name = "FILE")]
+    pub workload: Option<PathBuf>,
+    /// Directory for the temporary stores (default: a new temp dir, removed
+    /// afterwards).
+    #[arg(long = "out-dir", value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Directory holding the original's `bench-run1.json` / `bench-run2.json`.
+    /// Default: `<crate>/../shared/fixtures/upstream`.
+    #[arg(long = "reference-dir", value_name = "DIR")]
+    pub reference_dir: Option<PathBuf>,
+    /// Use only the first N workload events (tests; the figures are then not
+    /// comparable with the original's).
+    #[arg(long = "limit-events", value_name = "N", hide = true)]
+    pub limit_events: Option<usize>,
+    /// Number of small sessions (default 1000).
+    #[arg(long = "small-sessions", value_name = "N", hide = true)]
+    pub small_sessions: Option<usize>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the stored sessions (id, created, cwd, parent, seed length).
+    List {
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// List the stored sessions with their revision tokens.
+    Snapshots {
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Load a session: commits its crash repair (torn tail, closers) and
+    /// prints the balanced log. Use `inspect` to leave the store untouched.
+    Load {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Session id.
+        id: String,
+    },
+    /// Print the balanced log of a session without writing anything.
+    Inspect {
+        #[command(flatten)]
+        store: StoreArgs,
+        id: String,
+    },
+    /// Print the stored events with seq >= SEQ (no repair, no closers).
+    ReadFrom {
+        #[command(flatten)]
+        store: StoreArgs,
+        id: String,
+        /// First seq to return.
+        #[arg(allow_negative_numbers = true)]
+        seq: i64,
+    },
+    /// Print the decoded log file of a JSONL session, exactly as written.
+    Raw {
+        #[command(flatten)]
+        store: StoreArgs,
+        id: String,
+    },
+    /// Print a readable transcript: turns, messages, tool calls and results
+    /// (read-only).
+    Cat {
+        #[command(flatten)]
+        store: StoreArgs,
+        id: String,
+    },
+    /// Check every session of a store; modifies nothing. Exit 4 on corruption.
+    Verify {
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Copy every session into another store, logical logs byte for byte.
+    Convert {
+        #[command(flatten)]
+        store: StoreArgs,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Run the benchmark of SPEC §10 (use a release build).
+    Bench(BenchArgs),
+    /// (bench internal) Load a session and print this process's peak RSS.
+    #[command(hide = true)]
+    RssProbe {
+        #[command(flatten)]
+        store: StoreArgs,
+        id: String,
+    },
+}

@@ -1,0 +1,810 @@
+//! `bench`: the benchmark of SPEC §10 on the original's workload.
+//!
+//! For each of jsonl-zstd-packed, jsonl-none-packed, sqlite and the live
+//! path (JSONL zstd packed through `LiveSession::append`, `flush()` every 50
+//! events):
+//! - `append`: the workload appended in calls of 50 whole events (cold path:
+//!   `Store::append`, each call one durable write);
+//! - `cold_load` / `cold_inspect`: best of 3, each run on a freshly opened
+//!   store; plus the peak RSS of a separate process that only opens the
+//!   store and loads the session (`peak_rss_mb`);
+//! - `read_from_last_100`: `read_from(n - 100)` after a load, best of 3;
+//! - `small_sessions` (not for the live path): 1,000 sessions of 5 events
+//!   created and appended, then a cold `list` (best of 3, fresh store each).
+//!
+//! The original's figures (`bench-run1.json`, `bench-run2.json`) are set
+//! beside ours with the ratio (> 1 means we are better) and the project's
+//! target for that ratio.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use dsh_persist::Error;
+use dsh_persist::backend::jsonl::{Compression, JsonlConfig};
+use dsh_persist::backend::sqlite::SqliteConfig;
+use dsh_persist::model::event::Event;
+use dsh_persist::model::header::{SessionHeader, now_ms};
+use dsh_persist::model::json::{self, quote};
+use dsh_persist::store::{AppendOptions, BackendConfig, Store, StoreConfig};
+
+use super::args::{BenchArgs, StoreArgs};
+use super::output::{Outcome, Progress, jstr, print_out, table};
+use super::stores::open_existing;
+
+/// Events per append call.
+pub const BATCH: usize = 50;
+/// Runs of each cold measurement.
+const RUNS: usize = 3;
+const BENCH_ID: &str = "bench-100k";
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// The parsed workload.
+struct Workload {
+    path: PathBuf,
+    events: Vec<Event>,
+    logical_bytes: u64,
+}
+
+fn default_workload() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/workload-100k.jsonl.zst")
+}
+
+fn default_reference_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/upstream")
+}
+
+fn load_workload(path: &Path, limit: Option<usize>) -> Result<Workload, Error> {
+    let shown = quote(&path.display().to_string());
+    let bytes = fs::read(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                Error::not_found(format!("benchmark workload {shown} not found"))
+            }
+            _ => Error::io(format!("cannot read benchmark workload {shown}"), e),
+        })?;
+    let text = zstd::decode_all(&bytes[..])
+        .map_err(|e| Error::invalid(format!("benchmark workload {shown} is not zstd: {e}")))?;
+    let text = String::from_utf8(text)
+        .map_err(|_| Error::invalid(format!("benchmark workload {shown} is not UTF-8")))?;
+    let mut events = Vec::with_capacity(text.len() / 150);
+    let mut logical_bytes = 0u64;
+    for (i, line) in text.lines().enumerate() {
+        if limit.is_some_and(|n| events.len() >= n) {
+            break;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let e = Event::parse(line).map_err(|m| {
+            Error::invalid(format!("benchmark workload {shown} line {}: {m}", i + 1))
+        })?;
+        logical_bytes += line.len() as u64 + 1;
+        events.push(e);
+    }
+    if events.len() <= 100 {
+        return Err(Error::invalid(format!(
+            "benchmark workload {shown} needs more than 100 events, has {}",
+            events.len()
+        )));
+    }
+    Ok(Workload {
+        path: path.to_path_buf(),
+        events,
+        logical_bytes,
+    })
+}
+
+/// One store kind the bench measures.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    JsonlZstd,
+    JsonlNone,
+    Sqlite,
+    Live,
+}
+
+impl Kind {
+    const ALL: [Kind; 4] = [Kind::JsonlZstd, Kind::JsonlNone, Kind::Sqlite, Kind::Live];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::JsonlZstd => "jsonl-zstd-packed",
+            Kind::JsonlNone => "jsonl-none-packed",
+            Kind::Sqlite => "sqlite",
+            Kind::Live => "live-jsonl-zstd-packed",
+        }
+    }
+
+    /// The store directory (JSONL root, or the SQLite file's directory).
+    fn config(self, dir: &Path) -> StoreConfig {
+        let backend = match self {
+            Kind::JsonlZstd | Kind::Live => BackendConfig::Jsonl(JsonlConfig {
+                root: dir.to_path_buf(),
+                compression: Compression::Zstd,
+                pack_chunks: true,
+            }),
+            Kind::JsonlNone => BackendConfig::Jsonl(JsonlConfig {
+                root: dir.to_path_buf(),
+                compression: Compression::None,
+                pack_chunks: true,
+            }),
+            Kind::Sqlite => BackendConfig::Sqlite(SqliteConfig::new(
+                dir.join("sessions.db").to_string_lossy().into_owned(),
+            )),
+        };
+        StoreConfig::with_backend(backend)
+    }
+
+    fn store_args(self, dir: &Path) -> StoreArgs {
+        let mut a = StoreArgs {
+            jsonl: None,
+            jsonl_raw: None,
+            sqlite: None,
+        };
+        match self {
+            Kind::JsonlZstd | Kind::Live => a.jsonl = Some(dir.to_path_buf()),
+            Kind::JsonlNone => a.jsonl_raw = Some(dir.to_path_buf()),
+            Kind::Sqlite => a.sqlite = Some(dir.join("sessions.db")),
+        }
+        a
+    }
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+fn round(v: f64, digits: i32) -> f64 {
+    let p = 10f64.powi(digits);
+    (v * p).round() / p
+}
+
+fn best(runs: &[f64]) -> f64 {
+    runs.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn runs_json(runs: &[f64]) -> String {
+    let items: Vec<String> = runs.iter().map(|r| num(round(*r, 2))).collect();
+    format!("[{}]", items.join(","))
+}
+
+fn num(v: f64) -> String {
+    let mut s = String::new();
+    json::write_f64(&mut s, v);
+    s
+}
+
+fn dir_bytes(p: &Path) -> u64 {
+    let Ok(meta) = fs::symlink_metadata(p) else {
+        return 0;
+    };
+    if meta.is_dir() {
+        fs::read_dir(p)
+            .map(|rd| rd.flatten().map(|e| dir_bytes(&e.path())).sum())
+            .unwrap_or(0)
+    } else {
+        meta.len()
+    }
+}
+
+fn make_dir(p: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(p)
+        .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))
+}
+
+fn bench_header(id: &str) -> SessionHeader {
+    let mut h = SessionHeader::new(id, now_ms().max(0) as u64);
+    h.cwd = Some("/home/user/project".into());
+    h
+}
+
+/// Peak resident set (`VmHWM`) of this process, in KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// What one backend measured (JSON text pieces plus the numbers compared).
+struct Measured {
+    json: String,
+    figures: Vec<(&'static str, f64)>,
+}
+
+fn measure(
+    kind: Kind,
+    w: &Workload,
+    out_dir: &Path,
+    small: usize,
+    progress: &Progress,
+) -> Result<Measured, Error> {
+    let dir = out_dir.join(kind.name());
+    make_dir(&dir)?;
+    let n = w.events.len();
+    let mut figures = Vec::new();
+    let calls = n.div_ceil(BATCH);
+
+    // append
+    progress.update(&format!("bench: {} append", kind.name()));
+    let store = Store::open(kind.config(&dir))?;
+    let t = Instant::now();
+    if kind == Kind::Live {
+        let live = store.start(bench_header(BENCH_ID))?;
+        for (i, e) in w.events.iter().enumerate() {
+            live.append(e.type_str(), e.data.as_str(), &live_options(e)?)?;
+            if (i + 1) % BATCH == 0 {
+                live.flush()?;
+            }
+        }
+        live.flush()?;
+        live.close()?;
+    } else {
+        store.create(bench_header(BENCH_ID))?;
+        for chunk in w.events.chunks(BATCH) {
+            store.append(BENCH_ID, chunk.to_vec())?;
+        }
+    }
+    let append_ms = ms(t);
+    store.close()?;
+    drop(store);
+    let disk = dir_bytes(&dir);
+    let eps = n as f64 / (append_ms / 1000.0);
+    let mibs = w.logical_bytes as f64 / MIB / (append_ms / 1000.0);
+    figures.push(("append.events_per_sec", eps));
+    figures.push(("append.disk_bytes", disk as f64));
+    let append_json = format!(
+        "{{\"wall_ms\":{},\"events_per_sec\":{},\"logical_mib_per_sec\":{},\"per_append_call_ms\":{},\"disk_bytes\":{disk},\"compression_ratio\":{}}}",
+        num(round(append_ms, 1)),
+        num(eps.round()),
+        num(round(mibs, 2)),
+        num(round(append_ms / calls as f64, 3)),
+        num(round(w.logical_bytes as f64 / disk.max(1) as f64, 2)),
+    );
+
+    // cold load / inspect
+    let mut load_runs = Vec::new();
+    let mut inspect_runs = Vec::new();
+    for _ in 0..RUNS {
+        progress.update(&format!("bench: {} cold load", kind.name()));
+        let store = Store::open(kind.config(&dir))?;
+        let t = Instant::now();
+        let view = store.load(BENCH_ID)?;
+        load_runs.push(ms(t));
+        check_count(view.events.len(), n, "load")?;
+        drop(view);
+        drop(store);
+        progress.update(&format!("bench: {} cold inspect", kind.name()));
+        let store = Store::open(kind.config(&dir))?;
+        let t = Instant::now();
+        let view = store.inspect(BENCH_ID)?;
+        inspect_runs.push(ms(t));
+        check_count(view.events.len(), n, "inspect")?;
+    }
+    let load_best = best(&load_runs);
+    let inspect_best = best(&inspect_runs);
+    let load_eps = n as f64 / (load_best / 1000.0);
+    figures.push(("cold_load.events_per_sec", load_eps));
+    figures.push(("cold_inspect.best_ms", inspect_best));
+    let load_rss = rss_probe(kind, &dir)?;
+    if let Some(r) = load_rss {
+        figures.push(("cold_load.peak_rss_mb", r));
+    }
+    let load_json = format!(
+        "{{\"events\":{n},\"runs_ms\":{},\"best_ms\":{},\"events_per_sec\":{},\"logical_mib_per_sec\":{},\"peak_rss_mb\":{}}}",
+        runs_json(&load_runs),
+        num(round(load_best, 2)),
+        num(load_eps.round()),
+        num(round(w.logical_bytes as f64 / MIB / (load_best / 1000.0), 2)),
+        load_rss.map_or_else(|| "null".into(), |r| num(round(r, 1))),
+    );
+    let inspect_json = format!(
+        "{{\"runs_ms\":{},\"best_ms\":{},\"events_per_sec\":{}}}",
+        runs_json(&inspect_runs),
+        num(round(inspect_best, 2)),
+        num((n as f64 / (inspect_best / 1000.0)).round()),
+    );
+
+    // read_from(n - 100) after a load
+    progress.update(&format!("bench: {} read_from", kind.name()));
+    let store = Store::open(kind.config(&dir))?;
+    store.load(BENCH_ID)?;
+    let mut rf_runs = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        let view = store.read_from(BENCH_ID, (n - 100) as i64)?;
+        rf_runs.push(ms(t));
+        check_count(view.events.len(), 100, "read_from(n - 100)")?;
+    }
+    drop(store);
+    let rf_best = best(&rf_runs);
+    figures.push(("read_from_last_100.best_ms", rf_best));
+    let rf_json = format!(
+        "{{\"runs_ms\":{},\"best_ms\":{}}}",
+        runs_json(&rf_runs),
+        num(round(rf_best, 3))
+    );
+
+    let mut json = format!(
+        "{{\"append\":{append_json},\"cold_load\":{load_json},\"cold_inspect\":{inspect_json},\"read_from_last_100\":{rf_json}"
+    );
+
+    // small sessions
+    if kind != Kind::Live && small > 0 {
+        progress.update(&format!("bench: {} small sessions", kind.name()));
+        let sdir = out_dir.join(format!("{}-small", kind.name()));
+        make_dir(&sdir)?;
+        let five: Vec<Event> = w.events[..5].to_vec();
+        let store = Store::open(kind.config(&sdir))?;
+        let t = Instant::now();
+        for i in 0..small {
+            let id = format!("small-{i:04}");
+            store.create(bench_header(&id))?;
+            store.append(&id, five.clone())?;
+        }
+        let wall = ms(t);
+        store.close()?;
+        drop(store);
+        let mut list_runs = Vec::new();
+        let mut listed = 0;
+        for _ in 0..RUNS {
+            let store = Store::open(kind.config(&sdir))?;
+            let t = Instant::now();
+            listed = store.list()?.len();
+            list_runs.push(ms(t));
+        }
+        check_count(listed, small, "list")?;
+        let per = wall / small as f64;
+        let list_best = best(&list_runs);
+        figures.push(("small_sessions.per_session_ms", per));
+        figures.push(("small_sessions.cold_list_best_ms", list_best));
+        json.push_str(&format!(
+            ",\"small_sessions\":{{\"count\":{small},\"create_and_append_wall_ms\":{},\"per_session_ms\":{},\"listed\":{listed},\"cold_list_runs_ms\":{},\"cold_list_best_ms\":{}}}",
+            num(round(wall, 1)),
+            num(round(per, 3)),
+            runs_json(&list_runs),
+            num(round(list_best, 3)),
+        ));
+    }
+    json.push('}');
+    Ok(Measured { json, figures })
+}
+
+fn check_count(got: usize, want: usize, what: &str) -> Result<(), Error> {
+    if got != want {
+        return Err(Error::invariant(format!(
+            "bench: {what} returned {got} events/sessions, expected {want}"
+        )));
+    }
+    Ok(())
+}
+
+/// The live-path options that reproduce a workload event's surface fields.
+fn live_options(e: &Event) -> Result<AppendOptions, Error> {
+    let mut o = AppendOptions {
+        ignorable: e.ignorable,
+        ..AppendOptions::default()
+    };
+    if let Some(op) = &e.surface_op {
+        o.surface_op = Some(op.as_str().to_string());
+    }
+    if let Some(s) = &e.source_event_seqs {
+        let items = json::array_items(s.as_str())
+            .map_err(|m| Error::invalid(format!("seq {} sourceEventSeqs: {m}", e.seq)))?;
+        o.source_event_seqs = Some(
+            items
+                .iter()
+                .map(|i| json::as_safe_uint(i))
+                .collect::<Option<Vec<u64>>>()
+                .ok_or_else(|| Error::invalid(format!("seq {} sourceEventSeqs", e.seq)))?,
+        );
+    }
+    Ok(o)
+}
+
+/// Runs `dsh-persist rss-probe` on the stored session in a fresh process: the
+/// peak RSS (MiB) of a process that only opens the store and loads it.
+fn rss_probe(kind: Kind, dir: &Path) -> Result<Option<f64>, Error> {
+    let Ok(exe) = std::env::current_exe() else {
+        return Ok(None);
+    };
+    let a = kind.store_args(dir);
+    let (flag, path) = match (&a.jsonl, &a.jsonl_raw, &a.sqlite) {
+        (Some(p), _, _) => ("--jsonl", p),
+        (_, Some(p), _) => ("--jsonl-raw", p),
+        (_, _, Some(p)) => ("--sqlite", p),
+        _ => return Ok(None),
+    };
+    let out = std::process::Command::new(exe)
+        .arg("rss-probe")
+        .arg(flag)
+        .arg(path)
+        .arg(BENCH_ID)
+        .output()
+        .map_err(|e| Error::io("cannot run the RSS probe", e))?;
+    if !out.status.success() {
+        return Err(Error::invariant(format!(
+            "the RSS probe failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(json::get_field(text.trim(), "peak_rss_kib")
+        .and_then(json::as_f64)
+        .map(|k| k / 1024.0))
+}
+
+/// The hidden `rss-probe` subcommand: open, load, report `VmHWM`.
+pub fn rss_probe_main(store: &StoreArgs, id: &str) -> Result<Outcome, Error> {
+    let store = open_existing(store)?;
+    let view = store.load(id)?;
+    let events = view.events.len();
+    let peak = peak_rss_kib().unwrap_or(0);
+    drop(view);
+    print_out(&format!("{{\"events\":{events},\"peak_rss_kib\":{peak}}}"));
+    Ok(Outcome::ok())
+}
+
+/// How a figure compares with the original's: which JSON path holds the
+/// original value, whether higher is better, and the target ratio.
+struct Metric {
+    ours: &'static str,
+    original: &'static [&'static str],
+    higher_is_better: bool,
+    label: &'static str,
+}
+
+const METRICS: [Metric; 7] = [
+    Metric {
+        ours: "append.events_per_sec",
+        original: &["append", "eventsPerSec"],
+        higher_is_better: true,
+        label: "append events/s",
+    },
+    Metric {
+        ours: "append.disk_bytes",
+        original: &["append", "diskBytes"],
+        higher_is_better: false,
+        label: "bytes on disk",
+    },
+    Metric {
+        ours: "cold_load.events_per_sec",
+        original: &["coldLoad", "eventsPerSec"],
+        higher_is_better: true,
+        label: "cold load events/s",
+    },
+    Metric {
+        ours: "cold_inspect.best_ms",
+        original: &["coldInspect", "bestMs"],
+        higher_is_better: false,
+        label: "cold inspect ms",
+    },
+    Metric {
+        ours: "read_from_last_100.best_ms",
+        original: &["readFromLast100AfterLoad", "bestMs"],
+        higher_is_better: false,
+        label: "read_from(n-100) ms",
+    },
+    Metric {
+        ours: "small_sessions.per_session_ms",
+        original: &["smallSessions", "perSessionMs"],
+        higher_is_better: false,
+        label: "small create+append ms/session",
+    },
+    Metric {
+        ours: "small_sessions.cold_list_best_ms",
+        original: &["smallSessions", "coldListBestMs"],
+        higher_is_better: false,
+        label: "cold list(1000) ms",
+    },
+];
+
+/// The project's target for the ratio (ours vs original, > 1 = better),
+/// SPEC §10 / the task: `None` when there is none.
+fn target(kind: Kind, metric: &str) -> Option<(f64, f64)> {
+    let jsonl = kind != Kind::Sqlite;
+    match metric {
+        "append.events_per_sec" => Some((1.0, f64::INFINITY)),
+        // Bytes on disk within 2% either way (ratio = original / ours).
+        "append.disk_bytes" => Some((1.0 / 1.02, 1.02)),
+        "cold_load.events_per_sec" => Some((5.0, f64::INFINITY)),
+        "read_from_last_100.best_ms" => Some((if jsonl { 20.0 } else { 1.0 }, f64::INFINITY)),
+        "small_sessions.per_session_ms" => Some((1.2, f64::INFINITY)),
+        "small_sessions.cold_list_best_ms" => Some((10.0, f64::INFINITY)),
+        _ => None,
+    }
+}
+
+fn original_value(run: &Value, kind: Kind, path: &[&str]) -> Option<f64> {
+    let mut v = &run["backends"][kind.name()];
+    for p in path {
+        v = &v[*p];
+    }
+    v.as_f64()
+}
+
+/// One row of the comparison.
+struct Row {
+    kind: Kind,
+    metric: &'static Metric,
+    ours: f64,
+    originals: Vec<f64>,
+    /// The original's better run.
+    original: Option<f64>,
+    ratio: Option<f64>,
+    target: Option<(f64, f64)>,
+}
+
+fn compare(results: &[(Kind, Measured)], refs: &[Value], small_ok: bool) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (kind, m) in results {
+        for metric in &METRICS {
+            let Some(&(_, ours)) = m.figures.iter().find(|(k, _)| *k == metric.ours) else {
+                continue;
+            };
+            let originals: Vec<f64> = refs
+                .iter()
+                .filter_map(|r| original_value(r, *kind, metric.original))
+                .collect();
+            let original = if metric.higher_is_better {
+                originals.iter().copied().reduce(f64::max)
+            } else {
+                originals.iter().copied().reduce(f64::min)
+            };
+            let ratio = original.map(|o| {
+                if metric.higher_is_better {
+                    ours / o
+                } else {
+                    o / ours
+                }
+            });
+            let comparable = small_ok || !metric.ours.starts_with("small_sessions");
+            rows.push(Row {
+                kind: *kind,
+                metric,
+                ours,
+                originals,
+                original,
+                ratio,
+                target: if comparable {
+                    target(*kind, metric.ours)
+                } else {
+                    None
+                },
+            });
+        }
+        if let Some(&(_, rss)) = m.figures.iter().find(|(k, _)| *k == "cold_load.peak_rss_mb") {
+            rows.push(Row {
+                kind: *kind,
+                metric: &RSS_METRIC,
+                ours: rss,
+                originals: Vec::new(),
+                original: None,
+                ratio: None,
+                target: None,
+            });
+        }
+    }
+    rows
+}
+
+const RSS_METRIC: Metric = Metric {
+    ours: "cold_load.peak_rss_mb",
+    original: &[],
+    higher_is_better: false,
+    label: "peak RSS loading (MiB, < 120)",
+};
+
+/// Peak RSS target while loading the workload session.
+const RSS_LIMIT_MB: f64 = 120.0;
+
+fn meets(row: &Row) -> Option<bool> {
+    if row.metric.ours == RSS_METRIC.ours {
+        return Some(row.ours < RSS_LIMIT_MB);
+    }
+    let (lo, hi) = row.target?;
+    let r = row.ratio?;
+    Some(r >= lo && r <= hi)
+}
+
+fn machine_json() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_default();
+    let mem_gib = fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|k| k.parse::<f64>().ok())
+        })
+        .map_or(0.0, |k| k / 1024.0 / 1024.0);
+    format!(
+        "{{\"cpus\":{cpus},\"cpu_model\":{},\"mem_gib\":{},\"profile\":{}}}",
+        jstr(&model),
+        num(round(mem_gib, 1)),
+        jstr(if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        })
+    )
+}
+
+fn read_refs(dir: &Path) -> Vec<Value> {
+    ["bench-run1.json", "bench-run2.json"]
+        .iter()
+        .filter_map(|f| fs::read_to_string(dir.join(f)).ok())
+        .filter_map(|t| serde_json::from_str(&t).ok())
+        .collect()
+}
+
+/// A temp directory removed on drop (only when the bench created it).
+struct Scratch {
+    path: PathBuf,
+    remove: bool,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.remove {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// Runs the bench and prints the report.
+pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
+    let progress = Progress::new();
+    let workload_path = args.workload.clone().unwrap_or_else(default_workload);
+    progress.update("bench: reading the workload");
+    let w = load_workload(&workload_path, args.limit_events)?;
+    let small = args.small_sessions.unwrap_or(1000);
+    let scratch = match &args.out_dir {
+        Some(d) => {
+            let path = d.join(format!("dsh-bench-{}-{}", std::process::id(), now_ms()));
+            make_dir(&path)?;
+            Scratch { path, remove: true }
+        }
+        None => {
+            let path = std::env::temp_dir().join(format!(
+                "dsh-bench-{}-{}",
+                std::process::id(),
+                now_ms()
+            ));
+            make_dir(&path)?;
+            Scratch { path, remove: true }
+        }
+    };
+    let mut results = Vec::new();
+    for kind in Kind::ALL {
+        results.push((kind, measure(kind, &w, &scratch.path, small, &progress)?));
+    }
+    progress.done();
+    let peak = peak_rss_kib().map(|k| k as f64 / 1024.0);
+    let refs = read_refs(&args.reference_dir.clone().unwrap_or_else(default_reference_dir));
+    // The original's figures are comparable only on the full workload.
+    let full = args.limit_events.is_none();
+    let rows = compare(&results, &refs, small == 1000);
+    let n = w.events.len();
+    if json_out {
+        let mut out = String::from("{");
+        out.push_str(&format!("\"machine\":{},", machine_json()));
+        out.push_str(&format!(
+            "\"workload\":{{\"path\":{},\"events\":{n},\"logical_jsonl_bytes\":{},\"batch_size\":{BATCH},\"append_calls\":{},\"small_sessions\":{small},\"comparable_with_original\":{full}}},",
+            jstr(&w.path.display().to_string()),
+            w.logical_bytes,
+            n.div_ceil(BATCH)
+        ));
+        out.push_str("\"backends\":{");
+        for (i, (kind, m)) in results.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&format!("{}:{}", jstr(kind.name()), m.json));
+        }
+        out.push_str("},");
+        out.push_str(&format!(
+            "\"peak_rss_mb\":{},",
+            peak.map_or_else(|| "null".into(), |p| num(round(p, 1)))
+        ));
+        out.push_str("\"comparison\":[");
+        for (i, r) in rows.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let opt = |v: Option<f64>, d: i32| v.map_or_else(|| "null".into(), |x| num(round(x, d)));
+            let runs: Vec<String> = r.originals.iter().map(|v| num(*v)).collect();
+            out.push_str(&format!(
+                "{{\"backend\":{},\"metric\":{},\"ours\":{},\"original_runs\":[{}],\"original_best\":{},\"ratio\":{},\"higher_is_better\":{},\"target_ratio\":{},\"meets_target\":{}}}",
+                jstr(r.kind.name()),
+                jstr(r.metric.ours),
+                num(round(r.ours, 3)),
+                runs.join(","),
+                opt(r.original, 3),
+                opt(r.ratio, 3),
+                r.metric.higher_is_better,
+                r.target.map_or_else(|| "null".into(), |(lo, _)| num(round(lo, 3))),
+                if full {
+                    meets(r).map_or_else(|| "null".into(), |b| b.to_string())
+                } else {
+                    "null".into()
+                },
+            ));
+        }
+        out.push_str("]}");
+        print_out(&out);
+    } else {
+        let mut text = format!(
+            "dsh-persist bench: {n} events ({:.1} MiB logical) from {}\n{} append calls of {BATCH}; {small} small sessions; {} build\n",
+            w.logical_bytes as f64 / MIB,
+            w.path.display(),
+            n.div_ceil(BATCH),
+            if cfg!(debug_assertions) { "debug" } else { "release" },
+        );
+        if !full {
+            text.push_str("(limited workload: the original's figures are not comparable)\n");
+        }
+        let fmt = |v: f64| {
+            if v >= 10_000.0 {
+                format!("{:.0}", v)
+            } else if v >= 100.0 {
+                format!("{v:.1}")
+            } else {
+                format!("{v:.3}")
+            }
+        };
+        let table_rows: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.kind.name().to_string(),
+                    r.metric.label.to_string(),
+                    fmt(r.ours),
+                    if r.originals.is_empty() {
+                        "-".into()
+                    } else {
+                        r.originals
+                            .iter()
+                            .map(|v| fmt(*v))
+                            .collect::<Vec<_>>()
+                            .join(" / ")
+                    },
+                    r.ratio.map_or_else(|| "-".into(), |x| format!("{x:.2}x")),
+                    r.target.map_or_else(|| "-".into(), |(lo, _)| format!(">= {lo:.2}x")),
+                    match (full, meets(r)) {
+                        (true, Some(true)) => "ok".into(),
+                        (true, Some(false)) => "MISSED".into(),
+                        _ => "-".into(),
+                    },
+                ]
+            })
+            .collect();
+        text.push_str(&table(
+            &["BACKEND", "METRIC", "OURS", "ORIGINAL (run1 / run2)", "RATIO", "TARGET", ""],
+            &table_rows,
+        ));
+        text.push_str(&format!(
+            "ratio > 1 = ours better (vs the original's better run). Peak RSS of the bench process: {} MiB.\n",
+            peak.map_or_else(|| "?".into(), |p| format!("{p:.1}"))
+        ));
+        text.push_str("The original's figures were taken on the same kind of 2-core VM, not in the same run.\n");
+        print_out(&text);
+    }
+    drop(scratch);
+    Ok(Outcome::ok())
+}

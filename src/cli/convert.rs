@@ -1,0 +1,141 @@
+//! `convert`: copies every session of one store into another, the logical
+//! log preserved byte for byte.
+//!
+//! The source is read with `inspect`, never `load`, so it is never modified:
+//! a session that ends in an open turn or a torn tail is copied as its
+//! balanced log (the stored events plus the closers a load would append),
+//! which is exactly what loading the source would return.
+//!
+//! Steps:
+//! 1. every source session is inspected once (a session that fails to read
+//!    stops the conversion before anything is written) and every id is
+//!    checked against the target: if any id already exists there, the whole
+//!    conversion fails with a conflict and nothing is written;
+//! 2. each session is created in the target and its whole events appended
+//!    (each event keeps its key order and data bytes);
+//! 3. each copy is inspected back from the target and compared with the
+//!    source: the header and every event's JSON text must be equal byte for
+//!    byte.
+
+use std::collections::HashSet;
+
+use dsh_persist::Error;
+use dsh_persist::model::json::quote;
+use dsh_persist::store::{SessionView, Store};
+
+use super::args::{StoreArgs, TargetArgs};
+use super::output::{Outcome, Progress, print_out};
+use super::stores::{Selection, open_existing};
+
+/// Runs `convert` and prints `{converted: N}`.
+pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Outcome, Error> {
+    let progress = Progress::new();
+    let src = open_existing(source)?;
+    let target_sel = Selection::from_target_args(target);
+    let src_sel = Selection::from_store_args(source);
+    if same_path(src_sel.path(), target_sel.path()) {
+        return Err(Error::invalid(format!(
+            "convert target {} is the source store",
+            quote(&target_sel.path().display().to_string())
+        )));
+    }
+    let mut headers = src.list()?;
+    headers.sort_by(|a, b| a.id.cmp(&b.id));
+
+    // 1. Read every session once and check the target for existing ids.
+    for (i, h) in headers.iter().enumerate() {
+        progress.update(&format!("convert: checking {}/{} {}", i + 1, headers.len(), h.id));
+        let view = src
+            .inspect(&h.id)
+            .map_err(|e| e.context(&format!("cannot convert session {}", quote(&h.id))))?;
+        if view.events.is_empty() {
+            return Err(Error::invalid(format!(
+                "cannot convert session {}: it has no events (a store materializes a session with its first event)",
+                quote(&h.id)
+            )));
+        }
+    }
+    let dst = target_sel.open()?;
+    let existing: HashSet<String> = dst.list()?.into_iter().map(|h| h.id).collect();
+    let clashes: Vec<String> = headers
+        .iter()
+        .filter(|h| existing.contains(&h.id))
+        .map(|h| quote(&h.id))
+        .collect();
+    if !clashes.is_empty() {
+        progress.done();
+        return Err(Error::conflict(format!(
+            "convert refuses to overwrite: the target already holds session(s) {}; nothing was written",
+            clashes.join(", ")
+        )));
+    }
+
+    // 2 + 3. Copy, then read the copy back and compare.
+    for (i, h) in headers.iter().enumerate() {
+        progress.update(&format!("convert: copying {}/{} {}", i + 1, headers.len(), h.id));
+        let view = src.inspect(&h.id)?;
+        copy_session(&dst, &view)?;
+        let copy = dst.inspect(&h.id)?;
+        compare(&view, &copy)?;
+    }
+    dst.close()?;
+    progress.done();
+    if json {
+        print_out(&format!("{{\"converted\":{}}}", headers.len()));
+    } else {
+        print_out(&format!(
+            "converted {} session(s) into {}; every copy verified byte for byte",
+            headers.len(),
+            target_sel.path().display()
+        ));
+    }
+    Ok(Outcome::ok())
+}
+
+fn copy_session(dst: &Store, view: &SessionView) -> Result<(), Error> {
+    let id = &view.header.id;
+    dst.create(view.header.clone())?;
+    dst.append(id, view.events.clone())
+        .map_err(|e| e.context(&format!("cannot write session {} to the target", quote(id))))
+}
+
+/// The copy must equal the source: header JSON and each event's text.
+fn compare(src: &SessionView, copy: &SessionView) -> Result<(), Error> {
+    let id = quote(&src.header.id);
+    if src.header.to_json() != copy.header.to_json() {
+        return Err(Error::invariant(format!(
+            "converted session {id}: header differs after the copy ({} vs {})",
+            src.header.to_json(),
+            copy.header.to_json()
+        )));
+    }
+    if src.events.len() != copy.events.len() {
+        return Err(Error::invariant(format!(
+            "converted session {id}: {} events in the source, {} in the copy",
+            src.events.len(),
+            copy.events.len()
+        )));
+    }
+    let mut a = String::new();
+    let mut b = String::new();
+    for (x, y) in src.events.iter().zip(&copy.events) {
+        a.clear();
+        b.clear();
+        x.write_json(&mut a);
+        y.write_json(&mut b);
+        if a != b {
+            return Err(Error::invariant(format!(
+                "converted session {id}: event seq {} differs after the copy:\n  source: {a}\n  copy:   {b}",
+                x.seq
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}

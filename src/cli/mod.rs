@@ -1,0 +1,79 @@
+//! The `dsh-persist` command-line tool (SPEC §9, §10).
+//!
+//! One module per subcommand group: [`args`] (the command line), [`output`]
+//! (JSON/human printing, tables, errors, exit codes), [`stores`] (opening the
+//! selected store), [`read`] (list, snapshots, load, inspect, read-from,
+//! raw), [`transcript`] (`cat`), [`verify`], [`convert`] and [`bench`].
+
+mod args;
+mod bench;
+mod convert;
+mod output;
+mod read;
+mod stores;
+mod transcript;
+mod verify;
+
+use clap::Parser;
+use clap::error::ErrorKind as ClapErrorKind;
+
+use args::{Cli, Command};
+use dsh_persist::Error;
+use output::Outcome;
+
+/// Runs the tool and returns the process exit code.
+pub fn main() -> i32 {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e, &argv),
+    };
+    let json = cli.json;
+    match run(cli.command, json) {
+        Ok(outcome) => outcome.code,
+        Err(e) => output::report_error(&e, json),
+    }
+}
+
+/// Help and version go to stdout with exit 0; anything else is a usage error
+/// (exit 2), printed as a JSON error object when `--json` was given.
+fn usage_error(e: clap::Error, argv: &[std::ffi::OsString]) -> i32 {
+    match e.kind() {
+        ClapErrorKind::DisplayHelp
+        | ClapErrorKind::DisplayVersion
+        | ClapErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            if e.kind() == ClapErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                output::EXIT_USAGE
+            } else {
+                0
+            }
+        }
+        _ => {
+            if argv.iter().any(|a| a == "--json") {
+                output::print_error_json(dsh_persist::ErrorKind::InvalidArgument.as_str(), e.render().to_string().trim_end());
+            } else {
+                let _ = e.print();
+            }
+            output::EXIT_USAGE
+        }
+    }
+}
+
+fn run(command: Command, json: bool) -> Result<Outcome, Error> {
+    match command {
+        Command::List { store } => read::list(&stores::open_existing(&store)?, json),
+        Command::Snapshots { store } => read::snapshots(&stores::open_existing(&store)?, json),
+        Command::Load { store, id } => read::load(&stores::open_existing(&store)?, &id, json),
+        Command::Inspect { store, id } => read::inspect(&stores::open_existing(&store)?, &id, json),
+        Command::ReadFrom { store, id, seq } => {
+            read::read_from(&stores::open_existing(&store)?, &id, seq, json)
+        }
+        Command::Raw { store, id } => read::raw(&stores::open_existing(&store)?, &id, json),
+        Command::Cat { store, id } => transcript::cat(&stores::open_existing(&store)?, &id, json),
+        Command::Verify { store } => verify::verify(&stores::open_existing(&store)?, json),
+        Command::Convert { store, target } => convert::convert(&store, &target, json),
+        Command::Bench(args) => bench::bench(&args, json),
+        Command::RssProbe { store, id } => bench::rss_probe_main(&store, &id),
+    }
+}
