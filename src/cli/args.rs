@@ -62,10 +62,14 @@ pub struct BenchArgs {
     /// Default: `<crate>/../shared/fixtures/upstream`.
     #[arg(long = "reference-dir", value_name = "DIR")]
     pub reference_dir: Option<PathBuf>,
-    /// Use only the first N workload events (tests; the figures are then not
-    /// comparable with the original's).
+    /// Use only the first N workload events, cut back to the last complete
+    /// turn (tests; the figures are then not comparable with the original's).
     #[arg(long = "limit-events", value_name = "N", hide = true)]
     pub limit_events: Option<usize>,
+    /// Keep the temporary stores (for profiling); their directory is printed
+    /// on stderr.
+    #[arg(long, hide = true)]
+    pub keep: bool,
     /// Number of small sessions (default 1000).
     #[arg(long = "small-sessions", value_name = "N", hide = true)]
     pub small_sessions: Option<usize>,

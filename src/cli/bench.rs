@@ -32,7 +32,6 @@ use dsh_persist::store::{AppendOptions, BackendConfig, Store, StoreConfig};
 
 use super::args::{BenchArgs, StoreArgs};
 use super::output::{Outcome, Progress, jstr, print_out, table};
-use super::stores::open_existing;
 
 /// Events per append call.
 pub const BATCH: usize = 50;
@@ -58,13 +57,12 @@ fn default_reference_dir() -> PathBuf {
 
 fn load_workload(path: &Path, limit: Option<usize>) -> Result<Workload, Error> {
     let shown = quote(&path.display().to_string());
-    let bytes = fs::read(path)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                Error::not_found(format!("benchmark workload {shown} not found"))
-            }
-            _ => Error::io(format!("cannot read benchmark workload {shown}"), e),
-        })?;
+    let bytes = fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            Error::not_found(format!("benchmark workload {shown} not found"))
+        }
+        _ => Error::io(format!("cannot read benchmark workload {shown}"), e),
+    })?;
     let text = zstd::decode_all(&bytes[..])
         .map_err(|e| Error::invalid(format!("benchmark workload {shown} is not zstd: {e}")))?;
     let text = String::from_utf8(text)
@@ -83,6 +81,22 @@ fn load_workload(path: &Path, limit: Option<usize>) -> Result<Workload, Error> {
         })?;
         logical_bytes += line.len() as u64 + 1;
         events.push(e);
+    }
+    if limit.is_some() {
+        // A limited workload ends at its last complete turn, so a load adds
+        // no closers and returns exactly the appended events.
+        let end = events
+            .iter()
+            .rposition(|e| e.event_type == "turn/end")
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "--limit-events {}: the first {} events of {shown} hold no complete turn",
+                    limit.unwrap_or(0),
+                    events.len()
+                ))
+            })?;
+        events.truncate(end + 1);
+        logical_bytes = events.iter().map(|e| e.to_json().len() as u64 + 1).sum();
     }
     if events.len() <= 100 {
         return Err(Error::invalid(format!(
@@ -301,7 +315,10 @@ fn measure(
         runs_json(&load_runs),
         num(round(load_best, 2)),
         num(load_eps.round()),
-        num(round(w.logical_bytes as f64 / MIB / (load_best / 1000.0), 2)),
+        num(round(
+            w.logical_bytes as f64 / MIB / (load_best / 1000.0),
+            2
+        )),
         load_rss.map_or_else(|| "null".into(), |r| num(round(r, 1))),
     );
     let inspect_json = format!(
@@ -441,8 +458,7 @@ fn rss_probe(kind: Kind, dir: &Path) -> Result<Option<f64>, Error> {
 }
 
 /// The hidden `rss-probe` subcommand: open, load, report `VmHWM`.
-pub fn rss_probe_main(store: &StoreArgs, id: &str) -> Result<Outcome, Error> {
-    let store = open_existing(store)?;
+pub fn rss_probe_main(store: &Store, id: &str) -> Result<Outcome, Error> {
     let view = store.load(id)?;
     let events = view.events.len();
     let peak = peak_rss_kib().unwrap_or(0);
@@ -579,7 +595,11 @@ fn compare(results: &[(Kind, Measured)], refs: &[Value], small_ok: bool) -> Vec<
                 },
             });
         }
-        if let Some(&(_, rss)) = m.figures.iter().find(|(k, _)| *k == "cold_load.peak_rss_mb") {
+        if let Some(&(_, rss)) = m
+            .figures
+            .iter()
+            .find(|(k, _)| *k == "cold_load.peak_rss_mb")
+        {
             rows.push(Row {
                 kind: *kind,
                 metric: &RSS_METRIC,
@@ -674,29 +694,27 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
     progress.update("bench: reading the workload");
     let w = load_workload(&workload_path, args.limit_events)?;
     let small = args.small_sessions.unwrap_or(1000);
-    let scratch = match &args.out_dir {
-        Some(d) => {
-            let path = d.join(format!("dsh-bench-{}-{}", std::process::id(), now_ms()));
-            make_dir(&path)?;
-            Scratch { path, remove: true }
-        }
-        None => {
-            let path = std::env::temp_dir().join(format!(
-                "dsh-bench-{}-{}",
-                std::process::id(),
-                now_ms()
-            ));
-            make_dir(&path)?;
-            Scratch { path, remove: true }
-        }
+    let base = args.out_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let scratch = Scratch {
+        path: base.join(format!("dsh-bench-{}-{}", std::process::id(), now_ms())),
+        remove: !args.keep,
     };
+    make_dir(&scratch.path)?;
+    if args.keep {
+        eprintln!("bench: stores kept in {}", scratch.path.display());
+    }
     let mut results = Vec::new();
     for kind in Kind::ALL {
         results.push((kind, measure(kind, &w, &scratch.path, small, &progress)?));
     }
     progress.done();
     let peak = peak_rss_kib().map(|k| k as f64 / 1024.0);
-    let refs = read_refs(&args.reference_dir.clone().unwrap_or_else(default_reference_dir));
+    let refs = read_refs(
+        &args
+            .reference_dir
+            .clone()
+            .unwrap_or_else(default_reference_dir),
+    );
     // The original's figures are comparable only on the full workload.
     let full = args.limit_events.is_none();
     let rows = compare(&results, &refs, small == 1000);
@@ -727,7 +745,8 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
             if i > 0 {
                 out.push(',');
             }
-            let opt = |v: Option<f64>, d: i32| v.map_or_else(|| "null".into(), |x| num(round(x, d)));
+            let opt =
+                |v: Option<f64>, d: i32| v.map_or_else(|| "null".into(), |x| num(round(x, d)));
             let runs: Vec<String> = r.originals.iter().map(|v| num(*v)).collect();
             out.push_str(&format!(
                 "{{\"backend\":{},\"metric\":{},\"ours\":{},\"original_runs\":[{}],\"original_best\":{},\"ratio\":{},\"higher_is_better\":{},\"target_ratio\":{},\"meets_target\":{}}}",
@@ -754,7 +773,11 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
             w.logical_bytes as f64 / MIB,
             w.path.display(),
             n.div_ceil(BATCH),
-            if cfg!(debug_assertions) { "debug" } else { "release" },
+            if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            },
         );
         if !full {
             text.push_str("(limited workload: the original's figures are not comparable)\n");
@@ -785,7 +808,8 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
                             .join(" / ")
                     },
                     r.ratio.map_or_else(|| "-".into(), |x| format!("{x:.2}x")),
-                    r.target.map_or_else(|| "-".into(), |(lo, _)| format!(">= {lo:.2}x")),
+                    r.target
+                        .map_or_else(|| "-".into(), |(lo, _)| format!(">= {lo:.2}x")),
                     match (full, meets(r)) {
                         (true, Some(true)) => "ok".into(),
                         (true, Some(false)) => "MISSED".into(),
@@ -795,7 +819,15 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
             })
             .collect();
         text.push_str(&table(
-            &["BACKEND", "METRIC", "OURS", "ORIGINAL (run1 / run2)", "RATIO", "TARGET", ""],
+            &[
+                "BACKEND",
+                "METRIC",
+                "OURS",
+                "ORIGINAL (run1 / run2)",
+                "RATIO",
+                "TARGET",
+                "",
+            ],
             &table_rows,
         ));
         text.push_str(&format!(

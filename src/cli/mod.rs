@@ -51,7 +51,10 @@ fn usage_error(e: clap::Error, argv: &[std::ffi::OsString]) -> i32 {
         }
         _ => {
             if argv.iter().any(|a| a == "--json") {
-                output::print_error_json(dsh_persist::ErrorKind::InvalidArgument.as_str(), e.render().to_string().trim_end());
+                output::print_error_json(
+                    dsh_persist::ErrorKind::InvalidArgument.as_str(),
+                    e.render().to_string().trim_end(),
+                );
             } else {
                 let _ = e.print();
             }
@@ -62,18 +65,33 @@ fn usage_error(e: clap::Error, argv: &[std::ffi::OsString]) -> i32 {
 
 fn run(command: Command, json: bool) -> Result<Outcome, Error> {
     match command {
-        Command::List { store } => read::list(&stores::open_existing(&store)?, json),
-        Command::Snapshots { store } => read::snapshots(&stores::open_existing(&store)?, json),
-        Command::Load { store, id } => read::load(&stores::open_existing(&store)?, &id, json),
-        Command::Inspect { store, id } => read::inspect(&stores::open_existing(&store)?, &id, json),
+        Command::List { store } => with_store(&store, |s| read::list(s, json)),
+        Command::Snapshots { store } => with_store(&store, |s| read::snapshots(s, json)),
+        Command::Load { store, id } => with_store(&store, |s| read::load(s, &id, json)),
+        Command::Inspect { store, id } => with_store(&store, |s| read::inspect(s, &id, json)),
         Command::ReadFrom { store, id, seq } => {
-            read::read_from(&stores::open_existing(&store)?, &id, seq, json)
+            with_store(&store, |s| read::read_from(s, &id, seq, json))
         }
-        Command::Raw { store, id } => read::raw(&stores::open_existing(&store)?, &id, json),
-        Command::Cat { store, id } => transcript::cat(&stores::open_existing(&store)?, &id, json),
-        Command::Verify { store } => verify::verify(&stores::open_existing(&store)?, json),
+        Command::Raw { store, id } => with_store(&store, |s| read::raw(s, &id, json)),
+        Command::Cat { store, id } => with_store(&store, |s| transcript::cat(s, &id, json)),
+        Command::Verify { store } => verify::verify(&store, json),
         Command::Convert { store, target } => convert::convert(&store, &target, json),
         Command::Bench(args) => bench::bench(&args, json),
-        Command::RssProbe { store, id } => bench::rss_probe_main(&store, &id),
+        Command::RssProbe { store, id } => with_store(&store, |s| bench::rss_probe_main(s, &id)),
     }
+}
+
+/// Opens the existing store, runs `f`, and closes the store (so SQLite
+/// removes its `-wal`/`-shm` files and a reading command leaves the store as
+/// it found it).
+fn with_store<F>(args: &args::StoreArgs, f: F) -> Result<Outcome, Error>
+where
+    F: FnOnce(&dsh_persist::store::Store) -> Result<Outcome, Error>,
+{
+    let store = stores::open_existing(args)?;
+    let result = f(&store);
+    let closed = store.close();
+    let outcome = result?;
+    closed?;
+    Ok(outcome)
 }

@@ -26,7 +26,9 @@ fn header_row(h: &SessionHeader) -> Vec<String> {
     vec![
         h.id.clone(),
         iso_time(h.created_at as i64),
-        h.cwd.as_deref().map_or_else(|| "-".into(), |c| shorten(c, 60)),
+        h.cwd
+            .as_deref()
+            .map_or_else(|| "-".into(), |c| shorten(c, 60)),
         h.parent_session.clone().unwrap_or_else(|| "-".into()),
         h.seed_length.map_or_else(|| "-".into(), |n| n.to_string()),
     ]
@@ -127,10 +129,7 @@ fn print_view(view: &SessionView, json: bool) {
         ));
     }
     out.push_str(&format!("{} event(s)\n", view.events.len()));
-    let width = view
-        .events
-        .last()
-        .map_or(1, |e| e.seq.to_string().len());
+    let width = view.events.last().map_or(1, |e| e.seq.to_string().len());
     for e in &view.events {
         out.push_str(&format!(
             "{:>width$}  {}  {:<18}  {}",

@@ -16,9 +16,9 @@ use dsh_persist::backend::TornTail;
 use dsh_persist::store::Store;
 use dsh_persist::{Error, ErrorKind};
 
-use super::output::{
-    EXIT_CORRUPTION, Outcome, Progress, exit_code, jstr, jstr_opt, print_out,
-};
+use super::args::StoreArgs;
+use super::output::{EXIT_CORRUPTION, Outcome, Progress, exit_code, jstr, jstr_opt, print_out};
+use super::stores::Selection;
 
 /// One defect found by `verify`.
 pub struct Problem {
@@ -82,23 +82,33 @@ fn check_session(store: &Store, id: &str) -> Result<(), Problem> {
     Ok(())
 }
 
-/// Runs `verify` and prints `{sessions, ok, problems}`.
-pub fn verify(store: &Store, json: bool) -> Result<Outcome, Error> {
+/// Runs `verify` and prints `{sessions, ok, problems}`. A store that does
+/// not exist is an error (exit 3); one that exists but cannot be opened or
+/// listed is reported as a problem with `id: null`.
+pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
+    let sel = Selection::from_store_args(args);
+    sel.check_exists()?;
     let progress = Progress::new();
     let mut problems = Vec::new();
     let mut sessions = 0usize;
     let mut ok = 0usize;
-    match store.list() {
+    let listed = sel
+        .open()
+        .and_then(|store| store.list().map(|h| (store, h)));
+    match listed {
         Err(e) => problems.push(Problem::from_error(None, &e)),
-        Ok(mut headers) => {
+        Ok((store, mut headers)) => {
             headers.sort_by(|a, b| a.id.cmp(&b.id));
             sessions = headers.len();
             for (i, h) in headers.iter().enumerate() {
                 progress.update(&format!("verify: {}/{sessions} {}", i + 1, h.id));
-                match check_session(store, &h.id) {
+                match check_session(&store, &h.id) {
                     Ok(()) => ok += 1,
                     Err(p) => problems.push(p),
                 }
+            }
+            if let Err(e) = store.close() {
+                problems.push(Problem::from_error(None, &e));
             }
         }
     }
