@@ -47,7 +47,8 @@ fn log() -> Vec<Event> {
 
 fn written(tag: &str) -> (support::TempDir, std::path::PathBuf, SqliteBackend) {
     let (tmp, path, b) = fresh_db(tag);
-    b.append(&SessionHeader::new("s", 1), &log(), Expect::New).unwrap();
+    b.append(&SessionHeader::new("s", 1), &log(), Expect::New)
+        .unwrap();
     (tmp, path, b)
 }
 
@@ -73,7 +74,10 @@ fn assert_torn_at(b: &SqliteBackend, seq: u64) {
     let log = b.read("s").unwrap().unwrap();
     assert_eq!(log.torn, Some(TornTail::Sqlite { from_seq: seq }));
     assert_eq!(log.events.len() as u64, seq);
-    assert_eq!(b.read_from("s", 0).unwrap().unwrap().events.len() as u64, seq);
+    assert_eq!(
+        b.read_from("s", 0).unwrap().unwrap().events.len() as u64,
+        seq
+    );
     assert!(b.read_from("s", seq).unwrap().unwrap().events.is_empty());
 }
 
@@ -96,9 +100,11 @@ fn intact_log_reads_back_exactly() {
     // One packed row at seq 3; the varint of [2,3,5,4].
     let conn = rusqlite::Connection::open(&path).unwrap();
     let (ty, ign): (String, i64) = conn
-        .query_row("SELECT type, ignorable FROM events WHERE seq = 3", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        .query_row(
+            "SELECT type, ignorable FROM events WHERE seq = 3",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap();
     assert_eq!((ty.as_str(), ign), ("text-chunks", 0));
     let n: i64 = conn
@@ -106,7 +112,11 @@ fn intact_log_reads_back_exactly() {
         .unwrap();
     assert_eq!(n, 9);
     let ses: Vec<u8> = conn
-        .query_row("SELECT source_event_seqs FROM events WHERE seq = 6", [], |r| r.get(0))
+        .query_row(
+            "SELECT source_event_seqs FROM events WHERE seq = 6",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(hex(&ses), "02020401");
 }
@@ -114,7 +124,10 @@ fn intact_log_reads_back_exactly() {
 #[test]
 fn bad_varint_before_the_last_turn_end_is_corruption() {
     let (_tmp, path, b) = written("varint");
-    sql(&path, "UPDATE events SET source_event_seqs = x'8100' WHERE seq = 6");
+    sql(
+        &path,
+        "UPDATE events SET source_event_seqs = x'8100' WHERE seq = 6",
+    );
     assert_corrupt_at(&b, 6);
     // Seeking past the bad row does not see it.
     assert_eq!(b.read_from("s", 7).unwrap().unwrap().events.len(), 4);
@@ -125,7 +138,10 @@ fn bad_utf8_before_the_last_turn_end_is_corruption() {
     let (_tmp, path, b) = written("utf8");
     sql(
         &path,
-        &format!("UPDATE events SET data = x'{}' WHERE seq = 1", zstd_hex(&[0x7b, 0xff, 0xfe, 0x7d])),
+        &format!(
+            "UPDATE events SET data = x'{}' WHERE seq = 1",
+            zstd_hex(&[0x7b, 0xff, 0xfe, 0x7d])
+        ),
     );
     assert_corrupt_at(&b, 1);
     sql(&path, "UPDATE events SET data = x'00112233' WHERE seq = 1");
@@ -141,7 +157,10 @@ fn oversized_packed_data_is_corruption() {
     );
     sql(
         &path,
-        &format!("UPDATE events SET data = x'{}' WHERE seq = 3", zstd_hex(big.as_bytes())),
+        &format!(
+            "UPDATE events SET data = x'{}' WHERE seq = 3",
+            zstd_hex(big.as_bytes())
+        ),
     );
     assert_corrupt_at(&b, 3);
     // A malformed packed row (dt arity) is corruption too.
@@ -184,11 +203,29 @@ fn damage_after_the_last_turn_end_is_a_torn_tail() {
 #[test]
 fn undecodable_rows_after_the_last_turn_end_are_torn() {
     for (tag, stmt) in [
-        ("utf8", format!("UPDATE events SET data = x'{}' WHERE seq = 9", zstd_hex(&[0xff]))),
-        ("json", "UPDATE events SET data = 'not json{' WHERE seq = 9".to_string()),
-        ("surface", "UPDATE events SET surface_op = '{' WHERE seq = 9".to_string()),
-        ("marker", "UPDATE events SET ignorable = 0 WHERE seq = 9".to_string()),
-        ("time", "UPDATE events SET time = 9007199254740992 WHERE seq = 9".to_string()),
+        (
+            "utf8",
+            format!(
+                "UPDATE events SET data = x'{}' WHERE seq = 9",
+                zstd_hex(&[0xff])
+            ),
+        ),
+        (
+            "json",
+            "UPDATE events SET data = 'not json{' WHERE seq = 9".to_string(),
+        ),
+        (
+            "surface",
+            "UPDATE events SET surface_op = '{' WHERE seq = 9".to_string(),
+        ),
+        (
+            "marker",
+            "UPDATE events SET ignorable = 0 WHERE seq = 9".to_string(),
+        ),
+        (
+            "time",
+            "UPDATE events SET time = 9007199254740992 WHERE seq = 9".to_string(),
+        ),
     ] {
         let (_tmp, path, b) = written(&format!("torn-{tag}"));
         sql(&path, &stmt);
@@ -197,7 +234,11 @@ fn undecodable_rows_after_the_last_turn_end_are_torn() {
         let log = b.read("s").unwrap().unwrap();
         let next = event(r#"{"type":"turn/start","seq":9,"time":30,"data":{"turn":2}}"#);
         let e = b
-            .append(&SessionHeader::new("s", 1), &[next], Expect::At(&log.revision))
+            .append(
+                &SessionHeader::new("s", 1),
+                &[next],
+                Expect::At(&log.revision),
+            )
             .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Conflict, "{tag}: {e}");
     }
@@ -213,7 +254,9 @@ fn stored_version_other_than_0_is_refused() {
         b.read_from("s", 0).unwrap_err(),
         b.append(
             &SessionHeader::new("s", 1),
-            &[event(r#"{"type":"turn/start","seq":11,"time":1,"data":{"turn":3}}"#)],
+            &[event(
+                r#"{"type":"turn/start","seq":11,"time":1,"data":{"turn":3}}"#,
+            )],
             Expect::At(&dsh_persist::backend::Revision(String::new())),
         )
         .unwrap_err(),
@@ -233,7 +276,9 @@ fn stale_writer_is_refused_before_any_change() {
     assert_eq!(b.revision("s").unwrap(), Some(r1.clone()));
     // Both writers believe they are at r1; a wins.
     let r2 = a.append(&header, &events[2..4], Expect::At(&r1)).unwrap();
-    let e = b.append(&header, &events[2..4], Expect::At(&r1)).unwrap_err();
+    let e = b
+        .append(&header, &events[2..4], Expect::At(&r1))
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Conflict);
     assert_eq!(
         e.to_string(),
@@ -249,7 +294,11 @@ fn stale_writer_is_refused_before_any_change() {
     assert_eq!(e.kind(), ErrorKind::Conflict);
     // A batch with a gap is refused outright.
     let e = b
-        .append(&header, &[events[4].clone(), events[6].clone()], Expect::At(&r2))
+        .append(
+            &header,
+            &[events[4].clone(), events[6].clone()],
+            Expect::At(&r2),
+        )
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     // b continues from the stored tail.

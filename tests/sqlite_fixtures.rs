@@ -59,7 +59,10 @@ fn check_root(root: &str, legacy: bool) {
     for (h, rev) in &snaps {
         assert_eq!(b.revision(&h.id).unwrap().as_ref(), Some(rev));
         assert!(rev.0.starts_with("file:"), "{}", rev.0);
-        assert!(rev.0.contains(&format!(":store:{}:incarnation:", b.store_id())));
+        assert!(
+            rev.0
+                .contains(&format!(":store:{}:incarnation:", b.store_id()))
+        );
     }
 
     for id in session_ids(root) {
@@ -76,7 +79,9 @@ fn check_root(root: &str, legacy: bool) {
                 } else if store_level_error(msg) {
                     assert!(got.unwrap().is_some(), "{root}/{id}@{k}");
                 } else {
-                    let e = got.err().unwrap_or_else(|| panic!("{root}/{id}@{k}: expected {msg}"));
+                    let e = got
+                        .err()
+                        .unwrap_or_else(|| panic!("{root}/{id}@{k}: expected {msg}"));
                     assert_eq!(e.to_string(), msg, "{root}/{id}@{k}");
                     let kind = if err["class"] == "SessionFormatUnsupportedError" {
                         ErrorKind::FormatUnsupported
@@ -91,14 +96,20 @@ fn check_root(root: &str, legacy: bool) {
                 .unwrap_or_else(|e| panic!("{root}/{id}@{k}: {e}"))
                 .unwrap_or_else(|| panic!("{root}/{id}@{k}: absent"));
             let ok = &want["ok"];
-            assert_eq!(header_value(&got.header), ok["meta"], "{root}/{id}@{k}: meta");
+            assert_eq!(
+                header_value(&got.header),
+                ok["meta"],
+                "{root}/{id}@{k}: meta"
+            );
             let want_events = ok["events"].as_array().unwrap();
             if legacy {
                 // The dump shows the converted log (SPEC §1.9, a store-level
                 // rule): compare positions only.
                 let seqs: Vec<u64> = got.events.iter().map(|e| e.seq).collect();
-                let want_seqs: Vec<u64> =
-                    want_events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+                let want_seqs: Vec<u64> = want_events
+                    .iter()
+                    .map(|e| e["seq"].as_u64().unwrap())
+                    .collect();
                 assert_eq!(seqs, want_seqs, "{root}/{id}@{k}");
             } else {
                 assert_eq!(&events_value(&got.events), want_events, "{root}/{id}@{k}");
@@ -205,7 +216,11 @@ fn schema_16_database_is_refused_unchanged() {
     for k in ["inspect", "load", "readFrom.0", "readFrom.1", "readFrom.3"] {
         assert_eq!(support::resolve(s, k)["error"]["message"], want);
     }
-    assert_eq!(std::fs::read(&db).unwrap(), before, "refusal changed the file");
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        before,
+        "refusal changed the file"
+    );
     assert!(!db.with_extension("db-wal").exists());
     let _: Value = expected["sqliteAfter"]["schemaUnchanged"].clone();
 }

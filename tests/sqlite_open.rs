@@ -28,7 +28,9 @@ fn mode(path: &Path) -> u32 {
 fn tiny_batch() -> Vec<dsh_persist::model::event::Event> {
     vec![
         event(r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#),
-        event(r#"{"type":"turn/end","seq":1,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}"#),
+        event(
+            r#"{"type":"turn/end","seq":1,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+        ),
     ]
 }
 
@@ -91,8 +93,14 @@ fn empty_existing_file_is_initialised() {
 /// Opens `path` expecting a refusal that leaves the file byte-identical.
 fn refused(path: &Path) -> dsh_persist::Error {
     let before = fs::read(path).unwrap();
-    let e = SqliteBackend::open(&config(path)).err().expect("must refuse");
-    assert_eq!(fs::read(path).unwrap(), before, "refusal changed the file: {e}");
+    let e = SqliteBackend::open(&config(path))
+        .err()
+        .expect("must refuse");
+    assert_eq!(
+        fs::read(path).unwrap(),
+        before,
+        "refusal changed the file: {e}"
+    );
     e
 }
 
@@ -120,12 +128,17 @@ fn foreign_and_unversioned_databases_are_refused() {
     let path = raw_db(&tmp, "CREATE TABLE notes (x TEXT);");
     let e = refused(&path);
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    assert!(e.to_string().contains("is not empty and is not a dsh session database"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("is not empty and is not a dsh session database"),
+        "{e}"
+    );
 }
 
 fn set_user_version(path: &Path, v: i64) {
     let conn = rusqlite::Connection::open(path).unwrap();
-    conn.execute_batch(&format!("PRAGMA user_version = {v}")).unwrap();
+    conn.execute_batch(&format!("PRAGMA user_version = {v}"))
+        .unwrap();
 }
 
 #[test]
@@ -151,9 +164,21 @@ fn other_schema_versions_are_refused() {
 #[test]
 fn altered_schemas_are_refused() {
     for (tag, sql, what) in [
-        ("index", "CREATE INDEX extra ON events(type);", "index extra"),
-        ("column", "ALTER TABLE sessions ADD COLUMN note TEXT;", "table sessions"),
-        ("table", "CREATE TABLE more (x INTEGER) STRICT;", "table more"),
+        (
+            "index",
+            "CREATE INDEX extra ON events(type);",
+            "index extra",
+        ),
+        (
+            "column",
+            "ALTER TABLE sessions ADD COLUMN note TEXT;",
+            "table sessions",
+        ),
+        (
+            "table",
+            "CREATE TABLE more (x INTEGER) STRICT;",
+            "table more",
+        ),
         ("drop", "DROP TABLE events;", "table events"),
     ] {
         let (_tmp, path, b) = fresh_db(&format!("open-altered-{tag}"));
@@ -164,7 +189,10 @@ fn altered_schemas_are_refused() {
         let e = refused(&path);
         assert_eq!(e.kind(), ErrorKind::Corruption, "{tag}");
         let m = e.to_string();
-        assert!(m.contains("has an altered schema") && m.contains(what), "{tag}: {m}");
+        assert!(
+            m.contains("has an altered schema") && m.contains(what),
+            "{tag}: {m}"
+        );
     }
 }
 
@@ -206,7 +234,10 @@ fn journal_modes_take_effect() {
             "{m:?}"
         );
     }
-    assert_eq!(JournalMode::parse("TRUNCATE").unwrap(), JournalMode::Truncate);
+    assert_eq!(
+        JournalMode::parse("TRUNCATE").unwrap(),
+        JournalMode::Truncate
+    );
 }
 
 #[test]
@@ -217,7 +248,8 @@ fn memory_databases_are_private_and_report_memory_tokens() {
         .append(&SessionHeader::new("s", 1), &tiny_batch(), Expect::New)
         .unwrap();
     assert!(
-        rev.0.starts_with(&format!("memory:store:{}:incarnation:", a.store_id())),
+        rev.0
+            .starts_with(&format!("memory:store:{}:incarnation:", a.store_id())),
         "{rev}"
     );
     assert!(rev.0.ends_with(":revision:1"), "{rev}");
@@ -237,7 +269,8 @@ fn revision_token_names_the_file() {
     let prefix = format!("file:{}:{}:", meta.dev(), meta.ino());
     assert!(rev.0.starts_with(&prefix), "{rev} vs {prefix}");
     assert!(
-        rev.0.contains(&format!(":store:{}:incarnation:", b.store_id())),
+        rev.0
+            .contains(&format!(":store:{}:incarnation:", b.store_id())),
         "{rev}"
     );
     // Stable while nothing changes, equal across backends on one file.
@@ -268,9 +301,13 @@ fn permission_probes_match_the_original() {
         fs::set_permissions(&dir, fs::Permissions::from_mode(dmode)).unwrap();
         let got = SqliteBackend::open(&config(&db)).and_then(|b| b.list());
         match (want.get("ok"), got) {
-            (Some(ok), Ok(list)) => assert_eq!(list.len() as u64, ok["listed"].as_u64().unwrap(), "{name}"),
+            (Some(ok), Ok(list)) => {
+                assert_eq!(list.len() as u64, ok["listed"].as_u64().unwrap(), "{name}")
+            }
             (None, Err(e)) => {
-                let msg = e.to_string().replace(&tmp.path().display().to_string(), "<TMP>");
+                let msg = e
+                    .to_string()
+                    .replace(&tmp.path().display().to_string(), "<TMP>");
                 assert_eq!(msg, want["error"]["message"].as_str().unwrap(), "{name}");
                 assert_eq!(e.kind(), ErrorKind::InvalidArgument);
             }
@@ -292,7 +329,11 @@ fn foreign_owners_are_refused() {
         return;
     }
     let e = SqliteBackend::open(&config(&db)).err().unwrap();
-    assert!(e.to_string().contains("must be owned by the current user and accessible only"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("must be owned by the current user and accessible only"),
+        "{e}"
+    );
     std::os::unix::fs::chown(&db, Some(fs::metadata(tmp.path()).unwrap().uid()), None).unwrap();
     std::os::unix::fs::chown(&dir, Some(65534), None).unwrap();
     let e = SqliteBackend::open(&config(&db)).err().unwrap();
@@ -316,7 +357,9 @@ fn symlinks_and_non_regular_files_are_refused() {
     assert!(e.to_string().contains("is not a regular file"), "{e}");
 
     // A parent that is not a directory is refused.
-    let e = SqliteBackend::open(&config(&path.join("x.db"))).err().unwrap();
+    let e = SqliteBackend::open(&config(&path.join("x.db")))
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("is not a directory"), "{e}");
 }
 

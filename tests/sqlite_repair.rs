@@ -20,7 +20,9 @@ fn closers_for(expected: &Value, id: &str, stored: usize) -> Vec<Event> {
     let s = session(expected, id);
     let load = support::resolve(s, "load");
     let events = load["ok"]["events"].as_array().unwrap();
-    let added = expected["sqliteAfter"]["eventRowsAdded"].as_array().unwrap();
+    let added = expected["sqliteAfter"]["eventRowsAdded"]
+        .as_array()
+        .unwrap();
     events[stored..]
         .iter()
         .map(|e| {
@@ -94,7 +96,10 @@ fn repairs_equal_the_originals_load() {
         let e = b.commit_repair(&id, &log, &closers).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Conflict, "{id}: {e}");
     }
-    assert_eq!(repaired, ["open-turn", "open-turn-nostep", "torn-a", "torn-b"]);
+    assert_eq!(
+        repaired,
+        ["open-turn", "open-turn-nostep", "torn-a", "torn-b"]
+    );
     b.close().unwrap();
 
     // Every row of the database: before − removed + added.
@@ -105,7 +110,8 @@ fn repairs_equal_the_originals_load() {
         .chain(added)
         .collect();
     want.sort_by(|a, b| {
-        (a["session_id"].as_str(), a["seq"].as_i64()).cmp(&(b["session_id"].as_str(), b["seq"].as_i64()))
+        (a["session_id"].as_str(), a["seq"].as_i64())
+            .cmp(&(b["session_id"].as_str(), b["seq"].as_i64()))
     });
     let got = dump_rows(&conn);
     assert_eq!(got.len(), want.len());
@@ -136,7 +142,9 @@ fn repair_refuses_a_log_read_before_another_append() {
     // Another backend repairs first.
     let expected = support::expected("sqlite-corpus");
     let closers = closers_for(&expected, "open-turn-nostep", log.events.len());
-    other.commit_repair("open-turn-nostep", &log, &closers).unwrap();
+    other
+        .commit_repair("open-turn-nostep", &log, &closers)
+        .unwrap();
     let e = b
         .commit_repair("open-turn-nostep", &stale, &closers)
         .unwrap_err();
@@ -155,7 +163,9 @@ fn closers_must_continue_the_intact_log() {
     let expected = support::expected("sqlite-corpus");
     let mut closers = closers_for(&expected, "open-turn-nostep", log.events.len());
     closers[0].seq += 1;
-    let e = b.commit_repair("open-turn-nostep", &log, &closers).unwrap_err();
+    let e = b
+        .commit_repair("open-turn-nostep", &log, &closers)
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert_eq!(b.revision("open-turn-nostep").unwrap(), Some(log.revision));
 }

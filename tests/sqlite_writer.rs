@@ -97,7 +97,11 @@ fn written_database_matches_the_original_row_for_row() {
         assert!(covered <= stored.events.len(), "{id}");
         // JSONL and SQLite hold the same logical events.
         for (a, b) in plan.iter().flatten().zip(&stored.events) {
-            assert_eq!(support::parse(&a.to_json()), support::parse(&b.to_json()), "{id}");
+            assert_eq!(
+                support::parse(&a.to_json()),
+                support::parse(&b.to_json()),
+                "{id}"
+            );
         }
         if covered < stored.events.len() {
             plan.push(stored.events[covered..].to_vec());
@@ -158,9 +162,11 @@ fn written_database_matches_the_original_row_for_row() {
 
     // persistence_state: one row holding a random UUID v4.
     let (singleton, store_id): (i64, String) = conn
-        .query_row("SELECT singleton, store_id FROM persistence_state", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        .query_row(
+            "SELECT singleton, store_id FROM persistence_state",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap();
     assert_eq!(singleton, 1);
     assert_eq!(store_id.len(), 36);
@@ -245,10 +251,22 @@ fn written_database_matches_the_original_row_for_row() {
     assert_eq!(find("long-run-1100", 4)["typeof_data"], "blob");
     assert_eq!(find("long-run-1100", 1028)["type"], "text-chunks");
     assert_eq!(find("long-run-1100", 4)["ignorable"], 0);
-    assert_eq!(find("sqlite-byte-bound", 4)["data"]["blobHead"].as_str().unwrap()[8..10].to_string(), "a0");
+    assert_eq!(
+        find("sqlite-byte-bound", 4)["data"]["blobHead"]
+            .as_str()
+            .unwrap()[8..10]
+            .to_string(),
+        "a0"
+    );
     assert_eq!(find("open-turn", 0)["source_event_seqs"], Value::Null);
     assert_eq!(find("surface-replace", 47)["source_event_seqs"], "");
-    assert_eq!(find("surface-replace", 47)["typeof_source_event_seqs"], "blob");
+    assert_eq!(
+        find("surface-replace", 47)["typeof_source_event_seqs"],
+        "blob"
+    );
     assert!(!torn_sessions.is_empty());
-    eprintln!("compared {} rows; torn/partial sessions: {torn_sessions:?}", want_rows.len());
+    eprintln!(
+        "compared {} rows; torn/partial sessions: {torn_sessions:?}",
+        want_rows.len()
+    );
 }

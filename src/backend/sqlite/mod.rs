@@ -100,8 +100,8 @@ impl SqliteBackend {
         let in_memory = config.path == MEMORY_PATH;
         let label = format!("session database at {}", quote(&config.path));
         let (mut conn, path) = if in_memory {
-            let conn = Connection::open_in_memory()
-                .map_err(|e| sql_error(&label, "cannot open", e))?;
+            let conn =
+                Connection::open_in_memory().map_err(|e| sql_error(&label, "cannot open", e))?;
             (conn, None)
         } else {
             if config.path.is_empty() {
@@ -168,7 +168,10 @@ impl SqliteBackend {
 fn file_identity(path: &Path) -> Result<String> {
     let meta = std::fs::metadata(path).map_err(|e| {
         Error::io(
-            format!("cannot inspect session database {}", quote(&path.display().to_string())),
+            format!(
+                "cannot inspect session database {}",
+                quote(&path.display().to_string())
+            ),
             e,
         )
     })?;

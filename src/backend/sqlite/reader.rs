@@ -31,7 +31,9 @@ fn bad_session_row(id: &str, field: &str, value: i64) -> Error {
     ))
 }
 
-fn session_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionRow, Vec<(&'static str, i64)>)> {
+fn session_from_sql(
+    r: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(SessionRow, Vec<(&'static str, i64)>)> {
     let id: String = r.get(0)?;
     let created_at: i64 = r.get(2)?;
     let seed_length: Option<i64> = r.get(5)?;
@@ -77,7 +79,9 @@ fn checked(row: (SessionRow, Vec<(&'static str, i64)>)) -> Result<SessionRow> {
 /// once its first append committed, so these are the materialized sessions.
 pub fn list_sessions(conn: &Connection, label: &str) -> Result<Vec<SessionRow>> {
     let mut stmt = conn
-        .prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions ORDER BY rowid"))
+        .prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY rowid"
+        ))
         .map_err(|e| sql_error(label, "cannot list sessions", e))?;
     let rows = stmt
         .query_map([], session_from_sql)
@@ -89,7 +93,9 @@ pub fn list_sessions(conn: &Connection, label: &str) -> Result<Vec<SessionRow>> 
 /// The session row of `id`, if stored.
 pub fn session_row(conn: &Connection, label: &str, id: &str) -> Result<Option<SessionRow>> {
     let mut stmt = conn
-        .prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"))
+        .prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"
+        ))
         .map_err(|e| sql_error(label, "cannot read a session row", e))?;
     let row = stmt
         .query_row([id], session_from_sql)
@@ -209,7 +215,12 @@ pub fn read_log(conn: &mut Connection, label: &str, id: &str) -> Result<Option<L
 /// the packed rows starting up to `max_members − 1` before `k` that may
 /// cover `k`. The last-turn/end rule applies to the rows read; a torn tail
 /// is dropped.
-pub fn read_suffix(conn: &mut Connection, label: &str, id: &str, k: u64) -> Result<Option<LogRead>> {
+pub fn read_suffix(
+    conn: &mut Connection,
+    label: &str,
+    id: &str,
+    k: u64,
+) -> Result<Option<LogRead>> {
     let tx = conn
         .transaction()
         .map_err(|e| sql_error(label, "cannot start a read transaction", e))?;
@@ -234,9 +245,9 @@ pub fn read_suffix(conn: &mut Connection, label: &str, id: &str, k: u64) -> Resu
     let mut decoded = decode_all(&rows);
     // Of the packed rows before k, keep only one that covers k.
     let before = decoded.iter().take_while(|(seq, _)| *seq < k_sql).count();
-    let cover = decoded[..before].iter().rposition(
-        |(_, r)| matches!(r, Ok(rec) if rec.first_seq() + rec.member_count() > k),
-    );
+    let cover = decoded[..before]
+        .iter()
+        .rposition(|(_, r)| matches!(r, Ok(rec) if rec.first_seq() + rec.member_count() > k));
     let mut suffix = decoded.split_off(before);
     let start = match cover {
         Some(i) => {
@@ -262,7 +273,9 @@ pub fn last_logical_seq(conn: &Connection, label: &str, id: &str) -> Result<Opti
     let rows = select_rows(
         conn,
         label,
-        &format!("SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1"),
+        &format!(
+            "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1"
+        ),
         [id],
         id,
     )?;

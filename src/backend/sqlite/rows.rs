@@ -237,7 +237,10 @@ mod tests {
             event_type: Value::Text(enc.event_type.clone()),
             time: enc.time,
             data: enc.data.clone(),
-            source_event_seqs: enc.source_event_seqs.clone().map_or(Value::Null, Value::Blob),
+            source_event_seqs: enc
+                .source_event_seqs
+                .clone()
+                .map_or(Value::Null, Value::Blob),
             surface_op: enc.surface_op.clone().map_or(Value::Null, Value::Text),
             ignorable: enc.ignorable.map_or(Value::Null, Value::Integer),
         }
@@ -295,19 +298,37 @@ mod tests {
             let e = decode_row(&r).unwrap_err();
             assert!(e.contains(want), "{e} does not contain {want}");
         };
-        bad(&|r| r.data = Value::Text("not json{".into()), "data is not valid JSON");
-        bad(&|r| r.data = Value::Blob(vec![1, 2, 3]), "does not decompress");
+        bad(
+            &|r| r.data = Value::Text("not json{".into()),
+            "data is not valid JSON",
+        );
+        bad(
+            &|r| r.data = Value::Blob(vec![1, 2, 3]),
+            "does not decompress",
+        );
         bad(
             &|r| r.data = Value::Blob(zstd::bulk::compress(&[0xff, 0xfe], 3).unwrap()),
             "UTF-8",
         );
         bad(&|r| r.seq = -1, "seq -1");
         bad(&|r| r.time = MAX_SAFE_INTEGER + 1, "time");
-        bad(&|r| r.source_event_seqs = Value::Blob(vec![0x80]), "truncated varint");
-        bad(&|r| r.source_event_seqs = Value::Text("[1]".into()), "not a BLOB");
-        bad(&|r| r.surface_op = Value::Text("{".into()), "surface_op is not valid JSON");
+        bad(
+            &|r| r.source_event_seqs = Value::Blob(vec![0x80]),
+            "truncated varint",
+        );
+        bad(
+            &|r| r.source_event_seqs = Value::Text("[1]".into()),
+            "not a BLOB",
+        );
+        bad(
+            &|r| r.surface_op = Value::Text("{".into()),
+            "surface_op is not valid JSON",
+        );
         bad(&|r| r.ignorable = Value::Integer(2), "ignorable");
-        bad(&|r| r.ignorable = Value::Integer(0), "unknown packed row tag");
+        bad(
+            &|r| r.ignorable = Value::Integer(0),
+            "unknown packed row tag",
+        );
         // oversized packed data
         let big = format!(
             "{{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[0,0],\"texts\":[\"{}\",\"a\",\"b\"]}}",

@@ -151,7 +151,13 @@ fn pragma_value(conn: &Connection, label: &str, name: &str) -> Result<Option<Str
     .map_err(|e| sql_error(label, &format!("cannot read PRAGMA {name}"), e))
 }
 
-fn set_and_verify(conn: &Connection, label: &str, name: &str, value: &str, want: &str) -> Result<()> {
+fn set_and_verify(
+    conn: &Connection,
+    label: &str,
+    name: &str,
+    value: &str,
+    want: &str,
+) -> Result<()> {
     conn.execute_batch(&format!("PRAGMA {name} = {value}"))
         .map_err(|e| sql_error(label, &format!("cannot set PRAGMA {name}"), e))?;
     let got = pragma_value(conn, label, name)?;
@@ -171,7 +177,11 @@ fn set_and_verify(conn: &Connection, label: &str, name: &str, value: &str, want:
 
 /// Connection-level pragmas that do not touch the file: busy timeout,
 /// `trusted_schema = OFF`, `mmap_size = 0`, `foreign_keys = ON`.
-pub fn apply_connection_pragmas(conn: &Connection, label: &str, busy_timeout_ms: u32) -> Result<()> {
+pub fn apply_connection_pragmas(
+    conn: &Connection,
+    label: &str,
+    busy_timeout_ms: u32,
+) -> Result<()> {
     conn.busy_timeout(std::time::Duration::from_millis(u64::from(busy_timeout_ms)))
         .map_err(|e| sql_error(label, "cannot set the busy timeout", e))?;
     set_and_verify(conn, label, "trusted_schema", "OFF", "0")?;
@@ -190,9 +200,11 @@ pub fn apply_journal_pragmas(
     in_memory: bool,
 ) -> Result<()> {
     let got: String = conn
-        .query_row(&format!("PRAGMA journal_mode = {}", mode.as_str()), [], |r| {
-            r.get(0)
-        })
+        .query_row(
+            &format!("PRAGMA journal_mode = {}", mode.as_str()),
+            [],
+            |r| r.get(0),
+        )
         .map_err(|e| sql_error(label, "cannot set PRAGMA journal_mode", e))?;
     let want = if in_memory { "memory" } else { mode.as_str() };
     if !got.eq_ignore_ascii_case(want) {
@@ -326,7 +338,14 @@ fn verify_identity(id: &Identity, label: &str) -> Result<()> {
     let mut found: Objects = id
         .objects
         .iter()
-        .map(|(t, n, tb, sql)| (t.clone(), n.clone(), tb.clone(), sql.as_deref().map(normalize_sql)))
+        .map(|(t, n, tb, sql)| {
+            (
+                t.clone(),
+                n.clone(),
+                tb.clone(),
+                sql.as_deref().map(normalize_sql),
+            )
+        })
         .collect();
     found.sort();
     let expected = expected_objects();

@@ -150,7 +150,12 @@ mod tests {
         // truncated
         assert!(decode(&[0x80]).unwrap_err().0.contains("truncated"));
         // non-canonical: trailing zero group
-        assert!(decode(&[0x81, 0x00]).unwrap_err().0.contains("non-canonical"));
+        assert!(
+            decode(&[0x81, 0x00])
+                .unwrap_err()
+                .0
+                .contains("non-canonical")
+        );
         // nine groups
         assert!(
             decode(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01])

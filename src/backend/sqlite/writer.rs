@@ -44,7 +44,10 @@ fn insert_rows(tx: &Transaction<'_>, label: &str, id: &str, events: &[Event]) ->
         .map_err(|e| sql_error(label, "cannot prepare the event insert", e))?;
     for record in pack(events, &PackLimits::SQLITE) {
         let row: EncodedRow = rows::encode_record(&record).map_err(|why| {
-            Error::invalid(format!("cannot store an event of session {}: {why}", quote(id)))
+            Error::invalid(format!(
+                "cannot store an event of session {}: {why}",
+                quote(id)
+            ))
         })?;
         stmt.execute(params![
             id,
@@ -59,7 +62,11 @@ fn insert_rows(tx: &Transaction<'_>, label: &str, id: &str, events: &[Event]) ->
         .map_err(|e| {
             sql_error(
                 label,
-                &format!("cannot insert the row at seq {} of session {}", row.seq, quote(id)),
+                &format!(
+                    "cannot insert the row at seq {} of session {}",
+                    row.seq,
+                    quote(id)
+                ),
                 e,
             )
         })?;
@@ -73,7 +80,13 @@ fn bump_revision(tx: &Transaction<'_>, label: &str, id: &str) -> Result<(String,
         [id],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
-    .map_err(|e| sql_error(label, &format!("cannot bump the revision of session {}", quote(id)), e))
+    .map_err(|e| {
+        sql_error(
+            label,
+            &format!("cannot bump the revision of session {}", quote(id)),
+            e,
+        )
+    })
 }
 
 fn insert_session(tx: &Transaction<'_>, label: &str, header: &SessionHeader) -> Result<()> {
@@ -167,8 +180,13 @@ pub fn append(
     }
     insert_rows(&tx, label, id, events)?;
     let rev = bump_revision(&tx, label, id)?;
-    tx.commit()
-        .map_err(|e| sql_error(label, &format!("cannot commit the append to session {}", quote(id)), e))?;
+    tx.commit().map_err(|e| {
+        sql_error(
+            label,
+            &format!("cannot commit the append to session {}", quote(id)),
+            e,
+        )
+    })?;
     Ok(rev)
 }
 
@@ -227,11 +245,22 @@ pub fn commit_repair(
             "DELETE FROM events WHERE session_id = ?1 AND (seq >= ?2 OR seq < 0)",
             params![id, from as i64],
         )
-        .map_err(|e| sql_error(label, &format!("cannot cut the torn tail of session {}", quote(id)), e))?;
+        .map_err(|e| {
+            sql_error(
+                label,
+                &format!("cannot cut the torn tail of session {}", quote(id)),
+                e,
+            )
+        })?;
     }
     insert_rows(&tx, label, id, closers)?;
     let rev = bump_revision(&tx, label, id)?;
-    tx.commit()
-        .map_err(|e| sql_error(label, &format!("cannot commit the repair of session {}", quote(id)), e))?;
+    tx.commit().map_err(|e| {
+        sql_error(
+            label,
+            &format!("cannot commit the repair of session {}", quote(id)),
+            e,
+        )
+    })?;
     Ok(rev)
 }
