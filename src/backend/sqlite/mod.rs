@@ -225,9 +225,11 @@ impl Backend for SqliteBackend {
     }
 
     fn read(&self, id: &str) -> Result<Option<StoredLog>> {
-        let Some(read) = self.with_conn(|c| reader::read_log(c, &self.label, id))? else {
+        // Rows are fetched under the connection lock, decoded outside it.
+        let Some(fetched) = self.with_conn(|c| reader::fetch_log(c, &self.label, id))? else {
             return Ok(None);
         };
+        let read = fetched.scan_log()?;
         Ok(Some(StoredLog {
             revision: self.revision(&read.session.incarnation, read.session.revision),
             header: read.session.header,
@@ -238,10 +240,12 @@ impl Backend for SqliteBackend {
     }
 
     fn read_from(&self, id: &str, from_seq: u64) -> Result<Option<ScannedSuffix>> {
-        let Some(read) = self.with_conn(|c| reader::read_suffix(c, &self.label, id, from_seq))?
+        let Some(fetched) =
+            self.with_conn(|c| reader::fetch_suffix(c, &self.label, id, from_seq))?
         else {
             return Ok(None);
         };
+        let read = fetched.scan_suffix(from_seq)?;
         Ok(Some(ScannedSuffix {
             header: read.session.header,
             events: read.events,
