@@ -76,8 +76,9 @@ pub struct SqliteBackend {
     store_id: String,
 }
 
-/// Maps a SQLite error: lock timeouts become [`Error::Busy`], the rest I/O
-/// errors naming the database and the operation.
+/// Maps a SQLite error: lock timeouts become [`Error::Busy`], a file that is
+/// not a database an invalid argument, the rest I/O errors naming the
+/// database and the operation.
 pub(crate) fn sql_error(label: &str, context: &str, e: rusqlite::Error) -> Error {
     if let rusqlite::Error::SqliteFailure(f, _) = &e {
         if matches!(
@@ -85,6 +86,11 @@ pub(crate) fn sql_error(label: &str, context: &str, e: rusqlite::Error) -> Error
             rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
         ) {
             return Error::Busy(format!("{label}: {context}: {e}"));
+        }
+        if f.code == rusqlite::ErrorCode::NotADatabase {
+            return Error::invalid(format!(
+                "{label} is not a SQLite database ({context}: {e}); refusing to use it"
+            ));
         }
     }
     Error::io_msg(format!("{label}: {context}: {e}"))
