@@ -12,6 +12,10 @@ pub const SESSION_FORMAT_VERSION: i64 = 0;
 /// [`SESSION_FORMAT_VERSION`] once validated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionHeader {
+    /// The stored format version: [`SESSION_FORMAT_VERSION`], except for a
+    /// header that `list`/`read_raw` report from a foreign-format log (such a
+    /// log is refused by every read that interprets it).
+    pub version: i64,
     pub id: String,
     pub created_at: u64,
     pub cwd: Option<String>,
@@ -70,6 +74,7 @@ impl SessionHeader {
     /// A header with only the required fields.
     pub fn new(id: impl Into<String>, created_at: u64) -> Self {
         SessionHeader {
+            version: SESSION_FORMAT_VERSION,
             id: id.into(),
             created_at,
             cwd: None,
@@ -103,6 +108,17 @@ impl SessionHeader {
 
     /// Parses and validates header JSON text.
     pub fn parse(text: &str, source: HeaderSource) -> Result<SessionHeader> {
+        Self::parse_inner(text, source, false)
+    }
+
+    /// Like [`SessionHeader::parse`], but a foreign integer `version` is
+    /// kept in [`SessionHeader::version`] instead of refused (for listing and
+    /// raw reads of logs that loads refuse).
+    pub fn parse_any_version(text: &str, source: HeaderSource) -> Result<SessionHeader> {
+        Self::parse_inner(text, source, true)
+    }
+
+    fn parse_inner(text: &str, source: HeaderSource, any_version: bool) -> Result<SessionHeader> {
         let fields = json::object_fields(text)
             .map_err(|e| Error::invalid(format!("session metadata is not a JSON object: {e}")))?;
         let mut h = SessionHeader::new(String::new(), 0);
@@ -186,6 +202,9 @@ impl SessionHeader {
         }
         match version {
             Some(v) if json::as_safe_int(v) == Some(SESSION_FORMAT_VERSION) => {}
+            Some(v) if any_version && json::as_safe_int(v).is_some() => {
+                h.version = json::as_safe_int(v).unwrap_or(SESSION_FORMAT_VERSION);
+            }
             Some(v) => return Err(version_refusal(&h.id, v, None)),
             None if source == HeaderSource::Host => {}
             None => return Err(meta_err("version", "0")),
@@ -229,7 +248,7 @@ impl SessionHeader {
     }
 
     fn write_fields(&self, out: &mut String, always_depth: bool) {
-        let _ = write!(out, "\"version\":{SESSION_FORMAT_VERSION},\"id\":");
+        let _ = write!(out, "\"version\":{},\"id\":", self.version);
         json::write_string(out, &self.id);
         let _ = write!(out, ",\"createdAt\":{}", self.created_at);
         let opt_str = |out: &mut String, k: &str, v: &Option<String>| {
@@ -376,6 +395,15 @@ mod tests {
             SessionHeader::peek_id_version(r#"{"type":"session","version":3,"id":"q"}"#),
             Some(("q".into(), "3".into()))
         );
+    }
+
+    #[test]
+    fn foreign_versions_parse_only_when_asked() {
+        let line = r#"{"type":"session","version":1,"id":"v","createdAt":1,"delegationDepth":0}"#;
+        assert!(SessionHeader::parse(line, HeaderSource::JsonlLine).is_err());
+        let h = SessionHeader::parse_any_version(line, HeaderSource::JsonlLine).unwrap();
+        assert_eq!(h.version, 1);
+        assert_eq!(h.to_jsonl_line(), line);
     }
 
     #[test]

@@ -1,1 +1,511 @@
-//! JSONL backend (SPEC §3).
+//! JSONL backend (SPEC §3): one append-only log file per session, plain
+//! JSONL or a chain of Zstandard frames, byte-compatible with the original.
+//!
+//! - [`layout`]: id escaping, project keys, where files live, root checks.
+//! - [`frames`]: the structural scan of Zstandard frames.
+//! - [`codec_zstd`]: the frame encoder (the original's exact bytes) and the
+//!   streaming decoder.
+//! - [`reader`]: header, line rules, torn tails, corruption.
+//! - [`writer`]: lazy atomic creation, fsynced appends, rollback.
+//! - [`revision`]: file-identity revision tokens.
+
+pub mod codec_zstd;
+pub mod frames;
+pub mod layout;
+pub mod reader;
+pub mod revision;
+pub mod writer;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+
+pub use layout::Compression;
+
+use self::layout::{escape_id, project_dir_name};
+use self::revision::{FileIdentity, random_u64};
+use self::writer::OpenLog;
+use super::{
+    Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
+    TornTail,
+};
+use crate::codec::chunk_rows::{PackLimits, Record, pack, unpacked};
+use crate::error::{Error, Result};
+use crate::model::event::Event;
+use crate::model::header::SessionHeader;
+use crate::model::json::quote;
+
+/// How to open a JSONL root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonlConfig {
+    /// The root directory (created with mode 0700 when missing).
+    pub root: PathBuf,
+    /// `zstd` (default) or `none`; a root holds one encoding.
+    pub compression: Compression,
+    /// Pack runs of chunk deltas into rows on write (default `true`).
+    pub pack_chunks: bool,
+}
+
+impl JsonlConfig {
+    /// The defaults: zstd, packed chunks.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        JsonlConfig {
+            root: root.into(),
+            compression: Compression::Zstd,
+            pack_chunks: true,
+        }
+    }
+}
+
+/// What this store knows about one log file.
+#[derive(Default)]
+struct FileState {
+    /// Writes this store made to the file (part of the revision token).
+    writes: u64,
+    /// The revision of the last clean read or write and the next seq then.
+    known: Option<(Revision, u64)>,
+}
+
+/// The JSONL backend over one root directory.
+pub struct JsonlBackend {
+    root: PathBuf,
+    compression: Compression,
+    pack_chunks: bool,
+    store_id: String,
+    files: Mutex<HashMap<PathBuf, FileState>>,
+}
+
+impl std::fmt::Debug for JsonlBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlBackend")
+            .field("root", &self.root)
+            .field("compression", &self.compression)
+            .field("pack_chunks", &self.pack_chunks)
+            .finish()
+    }
+}
+
+impl JsonlBackend {
+    /// Opens (and creates, mode 0700, if missing) a JSONL root.
+    pub fn open(config: JsonlConfig) -> Result<JsonlBackend> {
+        let root = std::path::absolute(&config.root)
+            .map_err(|e| layout::io_err("cannot resolve root", &config.root, e))?;
+        if !root.is_dir() {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&root)
+                .map_err(|e| layout::io_err("cannot create root", &root, e))?;
+        }
+        Ok(JsonlBackend {
+            root,
+            compression: config.compression,
+            pack_chunks: config.pack_chunks,
+            store_id: format!("{:016x}", random_u64()),
+            files: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The configured compression.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// The log path of a header's session (it may not exist yet).
+    pub fn log_path(&self, header: &SessionHeader) -> Result<PathBuf> {
+        Ok(self
+            .root
+            .join(project_dir_name(header.cwd.as_deref()))
+            .join(escape_id(&header.id)?)
+            .join(self.compression.file_name()))
+    }
+
+    /// The log file of `id`, found by scanning the project directories.
+    fn find_file(&self, id: &str) -> Result<Option<PathBuf>> {
+        match layout::find_session_dir(&self.root, id)? {
+            None => Ok(None),
+            Some(dir) => layout::session_file(&dir, self.compression),
+        }
+    }
+
+    fn revision_of(&self, path: &Path, identity: &FileIdentity) -> Revision {
+        let writes = self.files.lock().get(path).map_or(0, |s| s.writes);
+        identity.revision(&self.store_id, writes)
+    }
+
+    /// Records a write by this store and returns the new revision.
+    fn note_write(&self, path: &Path, identity: &FileIdentity, next_seq: u64) -> Revision {
+        let mut files = self.files.lock();
+        let st = files.entry(path.to_path_buf()).or_default();
+        st.writes += 1;
+        let rev = identity.revision(&self.store_id, st.writes);
+        st.known = Some((rev.clone(), next_seq));
+        rev
+    }
+
+    fn note_clean_read(&self, path: &Path, rev: &Revision, next_seq: u64) {
+        let mut files = self.files.lock();
+        files.entry(path.to_path_buf()).or_default().known = Some((rev.clone(), next_seq));
+    }
+
+    fn known_next_seq(&self, path: &Path, rev: &Revision) -> Option<u64> {
+        let files = self.files.lock();
+        match files.get(path).and_then(|s| s.known.as_ref()) {
+            Some((r, n)) if r == rev => Some(*n),
+            _ => None,
+        }
+    }
+
+    fn records(&self, events: &[Event]) -> Vec<Record> {
+        if self.pack_chunks {
+            pack(events, &PackLimits::JSONL)
+        } else {
+            unpacked(events)
+        }
+    }
+
+    /// Checks that a stored header belongs at `path`.
+    fn check_header_path(&self, header: &SessionHeader, path: &Path) -> Result<()> {
+        let dir = path.parent().expect("log in a session dir");
+        let session = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let project = dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        let want_session = escape_id(&header.id).unwrap_or_default();
+        let want_project = project_dir_name(header.cwd.as_deref());
+        if session == want_session && project == want_project {
+            return Ok(());
+        }
+        Err(Error::corruption(format!(
+            "session artifact {} holds the header of session {} (cwd {}), which belongs at {}; move it there or use another root",
+            quote(&path.display().to_string()),
+            quote(&header.id),
+            header
+                .cwd
+                .as_deref()
+                .map_or_else(|| "absent".to_string(), quote),
+            quote(
+                &self
+                    .root
+                    .join(want_project)
+                    .join(want_session)
+                    .join(self.compression.file_name())
+                    .display()
+                    .to_string()
+            )
+        )))
+    }
+
+    /// The headers, paths and identities of every listed session.
+    fn list_entries(&self) -> Result<Vec<(SessionHeader, PathBuf, FileIdentity)>> {
+        let mut out = Vec::new();
+        let mut seen: HashMap<String, PathBuf> = HashMap::new();
+        for project in layout::project_dirs(&self.root)? {
+            let pdir = self.root.join(&project);
+            for session in layout::check_project_dir(&pdir)? {
+                let sdir = pdir.join(&session);
+                let Some(file) = layout::session_file(&sdir, self.compression)? else {
+                    continue;
+                };
+                let Some((header, identity)) = reader::peek_header(&file, self.compression)? else {
+                    continue;
+                };
+                self.check_header_path(&header, &file)?;
+                if let Some(prev) = seen.get(&header.id) {
+                    return Err(layout::duplicate_error(&header.id, prev, &sdir));
+                }
+                seen.insert(header.id.clone(), sdir);
+                out.push((header, file, identity));
+            }
+        }
+        Ok(out)
+    }
+
+    /// A full read of the log at `path` for session `id`.
+    fn read_path(&self, id: &str, path: &Path) -> Result<StoredLog> {
+        let outcome = reader::read_log(path, self.compression)?;
+        if outcome.header.id != id {
+            return Err(Error::corruption(format!(
+                "session artifact {} holds session {}, not {}",
+                quote(&path.display().to_string()),
+                quote(&outcome.header.id),
+                quote(id)
+            )));
+        }
+        self.check_header_path(&outcome.header, path)?;
+        let revision = self.revision_of(path, &outcome.identity);
+        if outcome.torn.is_none() {
+            self.note_clean_read(path, &revision, outcome.events.len() as u64);
+        }
+        Ok(StoredLog {
+            header: outcome.header,
+            events: outcome.events,
+            revision,
+            torn: outcome.torn,
+            raw_log: Some(path.display().to_string()),
+        })
+    }
+
+    fn append_new(
+        &self,
+        header: &SessionHeader,
+        events: &[Event],
+        path: &Path,
+    ) -> Result<Revision> {
+        if events[0].seq != 0 {
+            return Err(Error::invalid(format!(
+                "the first append of session {} must start at seq 0, not {}",
+                quote(&header.id),
+                events[0].seq
+            )));
+        }
+        if let Some(existing) = self.find_file(&header.id)? {
+            return Err(Error::conflict(format!(
+                "session {} is already stored at {}",
+                quote(&header.id),
+                existing.display()
+            )));
+        }
+        let sdir = path.parent().expect("log in a session dir");
+        writer::ensure_dir(sdir.parent().expect("session dir in a project"))?;
+        writer::ensure_dir(sdir)?;
+        let mut header_line = header.to_jsonl_line();
+        header_line.push('\n');
+        let batch = writer::batch_text(&[], &self.records(events));
+        let content = match self.compression {
+            Compression::None => {
+                header_line.push_str(&batch);
+                header_line.into_bytes()
+            }
+            Compression::Zstd => {
+                let mut c = writer::encode_batch(&header_line, self.compression)?;
+                c.extend(writer::encode_batch(&batch, self.compression)?);
+                c
+            }
+        };
+        let identity = writer::create_log(path, &content)?;
+        Ok(self.note_write(path, &identity, events.len() as u64))
+    }
+
+    fn append_existing(
+        &self,
+        header: &SessionHeader,
+        events: &[Event],
+        path: &Path,
+        expected: &Revision,
+    ) -> Result<Revision> {
+        let Some(mut log) = OpenLog::open(path)? else {
+            return Err(Error::conflict(format!(
+                "session {} is not stored at {} any more",
+                quote(&header.id),
+                path.display()
+            )));
+        };
+        let current = self.revision_of(path, &log.identity);
+        if &current != expected {
+            return Err(moved(&header.id, path));
+        }
+        let next = match self.known_next_seq(path, expected) {
+            Some(n) => n,
+            None => {
+                let stored = self.read_path(&header.id, path)?;
+                if &stored.revision != expected {
+                    return Err(moved(&header.id, path));
+                }
+                if stored.torn.is_some() {
+                    return Err(Error::conflict(format!(
+                        "session {} has a torn tail at {}; load it (which repairs the log) before appending",
+                        quote(&header.id),
+                        path.display()
+                    )));
+                }
+                stored.events.len() as u64
+            }
+        };
+        if events[0].seq != next {
+            return Err(Error::conflict(format!(
+                "append to session {} must continue at seq {next}, but the batch starts at seq {}",
+                quote(&header.id),
+                events[0].seq
+            )));
+        }
+        let batch = writer::batch_text(&[], &self.records(events));
+        let bytes = writer::encode_batch(&batch, self.compression)?;
+        let identity = log.append(&bytes)?;
+        Ok(self.note_write(path, &identity, next + events.len() as u64))
+    }
+}
+
+fn moved(id: &str, path: &Path) -> Error {
+    Error::conflict(format!(
+        "session {} changed on disk since it was read ({}); another writer moved it",
+        quote(id),
+        path.display()
+    ))
+}
+
+/// Checks that a batch is non-empty and contiguous.
+fn check_batch(events: &[Event]) -> Result<()> {
+    let Some(first) = events.first() else {
+        return Err(Error::invalid(
+            "an append batch must hold at least one event",
+        ));
+    };
+    for (i, e) in events.iter().enumerate() {
+        if e.seq != first.seq + i as u64 {
+            return Err(Error::invalid(format!(
+                "append batch is not contiguous: event {i} has seq {}, expected {}",
+                e.seq,
+                first.seq + i as u64
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Backend for JsonlBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Jsonl
+    }
+
+    fn locate(&self, header: &SessionHeader) -> Result<Option<Location>> {
+        Ok(Some(Location::Jsonl {
+            path: self.log_path(header)?.display().to_string(),
+        }))
+    }
+
+    fn list(&self) -> Result<Vec<SessionHeader>> {
+        Ok(self
+            .list_entries()?
+            .into_iter()
+            .map(|(h, _, _)| h)
+            .collect())
+    }
+
+    fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {
+        Ok(self
+            .list_entries()?
+            .into_iter()
+            .map(|(h, p, id)| {
+                let rev = self.revision_of(&p, &id);
+                (h, rev)
+            })
+            .collect())
+    }
+
+    fn revision(&self, id: &str) -> Result<Option<Revision>> {
+        let Some(path) = self.find_file(id)? else {
+            return Ok(None);
+        };
+        match std::fs::metadata(&path) {
+            Ok(m) => Ok(Some(self.revision_of(&path, &FileIdentity::of(&m)))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(layout::io_err("cannot stat", &path, e)),
+        }
+    }
+
+    fn append(
+        &self,
+        header: &SessionHeader,
+        events: &[Event],
+        expect: Expect<'_>,
+    ) -> Result<Revision> {
+        check_batch(events)?;
+        let path = self.log_path(header)?;
+        match expect {
+            Expect::New => self.append_new(header, events, &path),
+            Expect::At(rev) => self.append_existing(header, events, &path, rev),
+        }
+    }
+
+    fn read(&self, id: &str) -> Result<Option<StoredLog>> {
+        match self.find_file(id)? {
+            None => Ok(None),
+            Some(path) => self.read_path(id, &path).map(Some),
+        }
+    }
+
+    fn read_from(&self, id: &str, _from_seq: u64) -> Result<Option<ScannedSuffix>> {
+        Ok(self.read(id)?.map(|log| ScannedSuffix {
+            header: log.header,
+            events: log.events,
+            raw_log: log.raw_log,
+        }))
+    }
+
+    fn commit_repair(&self, id: &str, log: &StoredLog, closers: &[Event]) -> Result<Revision> {
+        let Some(path) = self.find_file(id)? else {
+            return Err(Error::conflict(format!(
+                "session {} is not stored any more; nothing to repair",
+                quote(id)
+            )));
+        };
+        let Some(mut file) = OpenLog::open(&path)? else {
+            return Err(moved(id, &path));
+        };
+        if self.revision_of(&path, &file.identity) != log.revision {
+            return Err(moved(id, &path));
+        }
+        let next = log.events.len() as u64;
+        if let Some(first) = closers.first() {
+            check_batch(closers)?;
+            if first.seq != next {
+                return Err(Error::invalid(format!(
+                    "closers of session {} must start at seq {next}, not {}",
+                    quote(id),
+                    first.seq
+                )));
+            }
+        }
+        let (cut, recovered): (Option<u64>, &[String]) = match &log.torn {
+            None => (None, &[]),
+            Some(TornTail::Jsonl {
+                truncate_to,
+                recovered,
+            }) => (Some(*truncate_to), recovered),
+            Some(TornTail::Sqlite { .. }) => {
+                return Err(Error::invalid(
+                    "a SQLite torn tail cannot be repaired by the JSONL backend",
+                ));
+            }
+        };
+        if cut.is_none() && closers.is_empty() {
+            return Ok(log.revision.clone());
+        }
+        if let Some(len) = cut {
+            file.truncate(len)?;
+        }
+        let mut identity = file.identity;
+        if !recovered.is_empty() || !closers.is_empty() {
+            let batch = writer::batch_text(recovered, &self.records(closers));
+            let bytes = writer::encode_batch(&batch, self.compression)?;
+            identity = file.append(&bytes)?;
+        } else if let Ok(m) = std::fs::metadata(&path) {
+            identity = FileIdentity::of(&m);
+        }
+        Ok(self.note_write(&path, &identity, next + closers.len() as u64))
+    }
+
+    fn read_raw(&self, id: &str) -> Result<Option<RawArtifact>> {
+        let Some(path) = self.find_file(id)? else {
+            return Ok(None);
+        };
+        let raw_log = path.display().to_string();
+        let (content, _) = reader::read_text(&path, self.compression)?;
+        let header = reader::header_of_text(&content, &raw_log)?;
+        Ok(Some(RawArtifact {
+            header,
+            filename: "session.jsonl".to_string(),
+            content,
+        }))
+    }
+}

@@ -48,6 +48,7 @@ fn session_from_sql(
         }
     };
     let header = SessionHeader {
+        version: r.get(1)?,
         created_at: uint("created_at", created_at, &mut invalid),
         cwd: r.get(3)?,
         parent_session: r.get(4)?,

@@ -1,0 +1,175 @@
+//! Durable JSONL writes (SPEC §3.4): lazy creation published atomically with
+//! `link()`, fsynced appends with a rollback truncate, and torn-tail cuts.
+
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use super::codec_zstd;
+use super::layout::{Compression, io_err};
+use super::revision::{FileIdentity, random_u64};
+use crate::codec::chunk_rows::Record;
+use crate::error::{Error, Result};
+
+/// The bytes of one batch of lines: raw (`lines.join("\n") + "\n"`) or one
+/// Zstandard frame of that text.
+pub fn encode_batch(text: &str, compression: Compression) -> Result<Vec<u8>> {
+    match compression {
+        Compression::None => Ok(text.as_bytes().to_vec()),
+        Compression::Zstd => codec_zstd::encode_frame(text.as_bytes()),
+    }
+}
+
+/// The text of a batch: each record's line followed by `\n`.
+pub fn batch_text(prefix_lines: &[String], records: &[Record]) -> String {
+    let mut out = String::with_capacity(
+        prefix_lines.iter().map(|l| l.len() + 1).sum::<usize>() + records.len() * 128,
+    );
+    for l in prefix_lines {
+        out.push_str(l);
+        out.push('\n');
+    }
+    for r in records {
+        r.write_json(&mut out);
+        out.push('\n');
+    }
+    out
+}
+
+fn fsync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_err("cannot fsync directory", dir, e))
+}
+
+/// Creates `dir` (mode 0700) if missing, then fsyncs its parent.
+pub fn ensure_dir(dir: &Path) -> Result<()> {
+    match DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {
+            if let Some(parent) = dir.parent() {
+                fsync_dir(parent)?;
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(e) => Err(io_err("cannot create directory", dir, e)),
+    }
+}
+
+/// Publishes a new log at `path` with `content`: a temp file
+/// `<name>.<12 hex>.tmp` (O_EXCL, 0600) is written and fsynced, linked to the
+/// final name (never replacing an existing log), unlinked, and the directory
+/// fsynced. Fails with a conflict when the log already exists.
+pub fn create_log(path: &Path, content: &[u8]) -> Result<FileIdentity> {
+    let dir = path.parent().expect("a log path has a directory");
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("log names are UTF-8");
+    let (tmp, mut file) = open_temp(dir, name)?;
+    let written = file
+        .write_all(content)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| io_err("cannot write", &tmp, e));
+    drop(file);
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    let linked = fs::hard_link(&tmp, path);
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            return Err(Error::conflict(format!(
+                "session log {} already exists; another writer created it first",
+                path.display()
+            )));
+        }
+        Err(e) => return Err(io_err("cannot publish", path, e)),
+    }
+    fsync_dir(dir)?;
+    let meta = fs::metadata(path).map_err(|e| io_err("cannot stat", path, e))?;
+    Ok(FileIdentity::of(&meta))
+}
+
+fn open_temp(dir: &Path, name: &str) -> Result<(PathBuf, File)> {
+    for _ in 0..16 {
+        let tmp = dir.join(format!(
+            "{name}.{:012x}.tmp",
+            random_u64() & 0xFFFF_FFFF_FFFF
+        ));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io_err("cannot create temp file", &tmp, e)),
+        }
+    }
+    Err(Error::io_msg(format!(
+        "cannot create a unique temp file in {}",
+        dir.display()
+    )))
+}
+
+/// An existing log opened for appending, with the identity it had when
+/// opened (compare it with the expected revision before writing).
+pub struct OpenLog {
+    path: PathBuf,
+    file: File,
+    pub identity: FileIdentity,
+}
+
+impl OpenLog {
+    /// Opens `path` with `O_APPEND`. `Ok(None)` when it does not exist.
+    pub fn open(path: &Path) -> Result<Option<OpenLog>> {
+        let file = match OpenOptions::new().append(true).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err("cannot open for append", path, e)),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| io_err("cannot stat", path, e))?;
+        Ok(Some(OpenLog {
+            path: path.to_path_buf(),
+            file,
+            identity: FileIdentity::of(&meta),
+        }))
+    }
+
+    /// Cuts the file to `len` bytes and fsyncs (the torn-tail repair).
+    pub fn truncate(&mut self, len: u64) -> Result<()> {
+        self.file
+            .set_len(len)
+            .and_then(|()| self.file.sync_all())
+            .map_err(|e| io_err("cannot truncate", &self.path, e))?;
+        self.identity.size = len;
+        Ok(())
+    }
+
+    /// Appends `bytes` and fsyncs; on failure the file is cut back to its
+    /// previous length before the error is returned.
+    pub fn append(&mut self, bytes: &[u8]) -> Result<FileIdentity> {
+        let prev = self.identity.size;
+        let res = self
+            .file
+            .write_all(bytes)
+            .and_then(|()| self.file.sync_all());
+        if let Err(e) = res {
+            let _ = self.file.set_len(prev).and_then(|()| self.file.sync_all());
+            return Err(io_err("cannot append to", &self.path, e));
+        }
+        let meta = self
+            .file
+            .metadata()
+            .map_err(|e| io_err("cannot stat", &self.path, e))?;
+        self.identity = FileIdentity::of(&meta);
+        Ok(self.identity)
+    }
+}
