@@ -57,7 +57,12 @@ fn is_backend_error(message: &str) -> bool {
 }
 
 fn session_ids(exp: &Value) -> Vec<String> {
-    exp["sessions"].as_object().unwrap().keys().cloned().collect()
+    exp["sessions"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
 }
 
 fn check_error(root: &Path, what: &str, got: &dsh_persist::Error, want: &Value) {
@@ -125,8 +130,18 @@ fn list_locate_read_raw_and_read_from_match_the_original() {
             match (&raw, want.get("ok")) {
                 (Ok(None), Some(Value::Null)) => {}
                 (Ok(Some(a)), Some(w)) if !w.is_null() => {
-                    assert_eq!(a.filename, w["filename"].as_str().unwrap(), "{}", what("filename"));
-                    assert_eq!(a.content, w["content"].as_str().unwrap(), "{}", what("content"));
+                    assert_eq!(
+                        a.filename,
+                        w["filename"].as_str().unwrap(),
+                        "{}",
+                        what("filename")
+                    );
+                    assert_eq!(
+                        a.content,
+                        w["content"].as_str().unwrap(),
+                        "{}",
+                        what("content")
+                    );
                     assert_eq!(parse(&a.header.to_json()), w["meta"], "{}", what("meta"));
                 }
                 (Err(e), None) => check_error(&root, &what("readRaw"), e, &want["error"]),
@@ -158,7 +173,10 @@ fn list_locate_read_raw_and_read_from_match_the_original() {
                 }
                 (Ok(None), None) => {
                     let m = want["error"]["message"].as_str().unwrap();
-                    assert_eq!(m, format!("session {} not found", serde_json::to_string(&id).unwrap()));
+                    assert_eq!(
+                        m,
+                        format!("session {} not found", serde_json::to_string(&id).unwrap())
+                    );
                 }
                 (Err(e), None) => {
                     check_error(&root, &what("readFrom"), e, &want["error"]);
@@ -180,9 +198,18 @@ fn list_locate_read_raw_and_read_from_match_the_original() {
             // read() agrees with read_from() on the events.
             if let (Ok(Some(log)), Ok(Some(sfx))) = (be.read(&id), &got) {
                 assert_eq!(log.events, sfx.events, "{}", what("read vs read_from"));
-                assert!(log.raw_log.as_deref().is_some_and(|p| p.ends_with(file_name_for(&entry))));
+                assert!(
+                    log.raw_log
+                        .as_deref()
+                        .is_some_and(|p| p.ends_with(file_name_for(&entry)))
+                );
                 // Revision stable while unchanged, and equal to the listed one.
-                assert_eq!(be.revision(&id).unwrap().as_ref(), Some(&log.revision), "{}", what("revision"));
+                assert_eq!(
+                    be.revision(&id).unwrap().as_ref(),
+                    Some(&log.revision),
+                    "{}",
+                    what("revision")
+                );
                 if let Some(snaps) = &snaps {
                     let listed = snaps.iter().find(|(h, _)| h.id == id).map(|(_, r)| r);
                     assert_eq!(listed, Some(&log.revision), "{}", what("snapshot revision"));
@@ -271,7 +298,12 @@ fn repairs_write_the_originals_bytes() {
                 "{}",
                 what("revision changed by load")
             );
-            assert_eq!(be.revision(&id).unwrap(), Some(rev.clone()), "{}", what("revision"));
+            assert_eq!(
+                be.revision(&id).unwrap(),
+                Some(rev.clone()),
+                "{}",
+                what("revision")
+            );
             let raw = be.read_raw(&id).unwrap().unwrap();
             assert_eq!(raw.content, after_text, "{}", what("afterLoad.readRaw"));
             let again = be.read(&id).unwrap().unwrap();
@@ -354,7 +386,7 @@ fn torn_tails_in_the_fixtures() {
 
     let (_tmp, root) = fixture_copy("jsonl/jsonl-none-packed");
     let be = open_root(&case_root("jsonl-none-packed"), &root);
-    for (id, cut) in [("torn-a", 3639 - 0), ("torn-b", 3688)] {
+    for (id, cut) in [("torn-a", 3639), ("torn-b", 3688)] {
         let log = be.read(id).unwrap().unwrap();
         let Some(TornTail::Jsonl {
             truncate_to,
@@ -366,6 +398,10 @@ fn torn_tails_in_the_fixtures() {
         assert!(recovered.is_empty());
         assert!(truncate_to < cut as u64, "{id}");
         let text = std::fs::read(root.join("--srv-torn--").join(id).join("session.jsonl")).unwrap();
-        assert_eq!(text[truncate_to as usize - 1], b'\n', "{id}: cut at a line start");
+        assert_eq!(
+            text[truncate_to as usize - 1],
+            b'\n',
+            "{id}: cut at a line start"
+        );
     }
 }

@@ -52,7 +52,9 @@ fn batches(big: bool) -> Vec<Vec<Event>> {
     };
     let mut b1 = vec![next(&|s| ev(s, "turn/start", r#"{"turn":1}"#))];
     b1.push(next(&|s| ev(s, "step/start", r#"{"turn":1,"step":1}"#)));
-    let b2: Vec<Event> = (0..5).map(|i| next(&|s| delta(s, &format!("t{i}")))).collect();
+    let b2: Vec<Event> = (0..5)
+        .map(|i| next(&|s| delta(s, &format!("t{i}"))))
+        .collect();
     let mut noise = String::new();
     let mut x: u64 = 0x2545F4914F6CDD1D;
     for _ in 0..200_000 {
@@ -61,7 +63,9 @@ fn batches(big: bool) -> Vec<Vec<Event>> {
         x ^= x << 17;
         noise.push(char::from(b'a' + (x % 26) as u8));
     }
-    let mut b3: Vec<Event> = (0..4).map(|i| next(&|s| delta(s, &format!("u{i}")))).collect();
+    let mut b3: Vec<Event> = (0..4)
+        .map(|i| next(&|s| delta(s, &format!("u{i}"))))
+        .collect();
     let piece = if big { 50_000 } else { 20 };
     for i in 0..4 {
         let big = noise[i * piece..(i + 1) * piece].to_string();
@@ -74,11 +78,7 @@ fn batches(big: bool) -> Vec<Vec<Event>> {
     vec![b1, b2, b3]
 }
 
-fn write_log(
-    root: &Path,
-    compression: Compression,
-    big: bool,
-) -> (PathBuf, Vec<Event>, Vec<u64>) {
+fn write_log(root: &Path, compression: Compression, big: bool) -> (PathBuf, Vec<Event>, Vec<u64>) {
     let be = backend(root, compression);
     let header = SessionHeader::new("cut", 1);
     let mut rev = None;
@@ -140,7 +140,10 @@ fn zstd_cuts(big: bool, stride: usize) {
         let lo = complete_after[frame - 1];
         let hi = complete_after[frame];
         let n = log.events.len();
-        assert!(n >= lo && n <= hi, "cut {cut}: {n} events, want {lo}..={hi}");
+        assert!(
+            n >= lo && n <= hi,
+            "cut {cut}: {n} events, want {lo}..={hi}"
+        );
         assert_eq!(log.events[..], all[..n], "cut {cut}: a prefix of the log");
         if cut == f2.start as usize || cut == f3.start as usize {
             assert_eq!(log.torn, None, "cut {cut} at a frame boundary");
@@ -174,7 +177,10 @@ fn zstd_cuts(big: bool, stride: usize) {
     std::fs::write(&path, &full[..cut]).unwrap();
     let log = be.read("cut").unwrap().unwrap();
     let kept = log.events.len();
-    assert!(kept > complete_after[2], "the cut frame yields complete lines");
+    assert!(
+        kept > complete_after[2],
+        "the cut frame yields complete lines"
+    );
     let rev = be.commit_repair("cut", &log, &[]).unwrap();
     assert_ne!(rev, log.revision);
     let again = be.read("cut").unwrap().unwrap();
@@ -183,7 +189,11 @@ fn zstd_cuts(big: bool, stride: usize) {
     let bytes = std::fs::read(&path).unwrap();
     let rescan = frames::scan(&bytes).unwrap();
     assert_eq!(rescan.torn_start, None);
-    assert_eq!(rescan.frames.len(), 4, "recovered records re-appended as one frame");
+    assert_eq!(
+        rescan.frames.len(),
+        4,
+        "recovered records re-appended as one frame"
+    );
     assert_eq!(rescan.frames[3].start, f3.start);
 }
 
@@ -206,15 +216,17 @@ fn none_cut_at_every_byte_of_the_last_two_lines() {
             .read("cut")
             .unwrap_or_else(|e| panic!("cut {cut}: {e}"))
             .unwrap();
-        let text = std::str::from_utf8(&full[..cut]).unwrap_or("");
         let complete = full[..cut].iter().filter(|b| **b == b'\n').count() - 1;
         let mut want = 0u64;
-        for line in String::from_utf8_lossy(&full[..cut]).lines().skip(1).take(complete) {
+        for line in String::from_utf8_lossy(&full[..cut])
+            .lines()
+            .skip(1)
+            .take(complete)
+        {
             want += dsh_persist::codec::chunk_rows::Record::parse_line(line)
                 .unwrap()
                 .member_count();
         }
-        let _ = text;
         assert_eq!(log.events.len() as u64, want, "cut {cut}");
         assert_eq!(log.events[..], all[..want as usize], "cut {cut}");
         let at_boundary = full[cut - 1] == b'\n';
@@ -277,14 +289,20 @@ fn raw_log(root: &Path, lines: &[&str]) -> JsonlBackend {
 fn bad_lines_are_torn_unless_a_later_line_is_a_turn_end() {
     let ts = r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#;
     let te = |seq: u64| {
-        format!(r#"{{"type":"turn/end","seq":{seq},"time":1,"data":{{"turn":1,"reason":{{"kind":"completed"}}}}}}"#)
+        format!(
+            r#"{{"type":"turn/end","seq":{seq},"time":1,"data":{{"turn":1,"reason":{{"kind":"completed"}}}}}}"#
+        )
     };
     let gap = r#"{"type":"turn/start","seq":5,"time":1,"data":{"turn":2}}"#;
     let bad_row = r#"{"type":"text-chunks","seq0":1,"time0":1,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b","c"]}}"#;
     let cases: Vec<(Vec<String>, Result<usize, &str>)> = vec![
         // garbage then a turn/end: corruption at record line 2
         (
-            vec![format!("{ts}\n"), "garbage\n".into(), format!("{}\n", te(1))],
+            vec![
+                format!("{ts}\n"),
+                "garbage\n".into(),
+                format!("{}\n", te(1)),
+            ],
             Err("corrupt session log: unparsable committed event at line 2"),
         ),
         // garbage with no later turn/end: torn from the garbage on
@@ -294,20 +312,25 @@ fn bad_lines_are_torn_unless_a_later_line_is_a_turn_end() {
         ),
         // a seq gap followed by a turn/end
         (
-            vec![format!("{ts}\n"), format!("{gap}\n"), format!("{}\n", te(6))],
+            vec![
+                format!("{ts}\n"),
+                format!("{gap}\n"),
+                format!("{}\n", te(6)),
+            ],
             Err("corrupt session log: seq gap in committed region at line 2 (expected 1, got 5)"),
         ),
         // a malformed packed row counts as unparsable
         (
-            vec![format!("{ts}\n"), format!("{bad_row}\n"), format!("{}\n", te(4))],
+            vec![
+                format!("{ts}\n"),
+                format!("{bad_row}\n"),
+                format!("{}\n", te(4)),
+            ],
             Err("corrupt session log: unparsable committed event at line 2"),
         ),
         (vec![format!("{ts}\n"), format!("{bad_row}\n")], Ok(1)),
         // a torn final turn/end does not make an earlier bad line fatal
-        (
-            vec![format!("{ts}\n"), "garbage\n".into(), te(2)],
-            Ok(1),
-        ),
+        (vec![format!("{ts}\n"), "garbage\n".into(), te(2)], Ok(1)),
         // a complete record without its newline is torn
         (vec![format!("{ts}\n"), te(1)], Ok(1)),
     ];

@@ -60,12 +60,7 @@ fn batch_sizes(zstd_file: &Path) -> Vec<usize> {
         .collect()
 }
 
-fn write_batches(
-    be: &JsonlBackend,
-    header: &SessionHeader,
-    events: &[Event],
-    sizes: &[usize],
-) {
+fn write_batches(be: &JsonlBackend, header: &SessionHeader, events: &[Event], sizes: &[usize]) {
     let mut rev = None;
     let mut at = 0;
     for &n in sizes {
@@ -83,7 +78,11 @@ fn write_batches(
 #[test]
 fn rewriting_the_fixture_sessions_gives_the_originals_text_and_bytes() {
     let zstd_root = fixtures_dir().join("jsonl/jsonl-zstd-packed");
-    for name in ["jsonl-zstd-packed", "jsonl-none-packed", "jsonl-none-unpacked"] {
+    for name in [
+        "jsonl-zstd-packed",
+        "jsonl-none-packed",
+        "jsonl-none-unpacked",
+    ] {
         let entry = case_root(name);
         let exp = expected(name);
         let compression = if entry["compression"] == "zstd" {
@@ -170,14 +169,24 @@ fn lazy_atomic_creation_modes_and_frames() {
         let dir = root.join("--w-p--").join("s~002F1");
         let file = dir.join(compression.file_name());
         for d in [root.join("--w-p--"), dir.clone()] {
-            assert_eq!(std::fs::metadata(&d).unwrap().permissions().mode() & 0o777, 0o700);
+            assert_eq!(
+                std::fs::metadata(&d).unwrap().permissions().mode() & 0o777,
+                0o700
+            );
         }
-        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         let names: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
-        assert_eq!(names, vec![compression.file_name().to_string()], "no temp left");
+        assert_eq!(
+            names,
+            vec![compression.file_name().to_string()],
+            "no temp left"
+        );
 
         // A second creation never clobbers the log.
         let e = be.append(&header, &batch1, Expect::New).unwrap_err();
@@ -188,17 +197,24 @@ fn lazy_atomic_creation_modes_and_frames() {
             .append(&header, &[delta(4, "d"), delta(6, "f")], Expect::At(&r1))
             .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
-        let e = be.append(&header, &[delta(5, "d")], Expect::At(&r1)).unwrap_err();
+        let e = be
+            .append(&header, &[delta(5, "d")], Expect::At(&r1))
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
         let r2 = be
             .append(
                 &header,
-                &[delta(4, "d"), ev(5, "turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#)],
+                &[
+                    delta(4, "d"),
+                    ev(5, "turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#),
+                ],
                 Expect::At(&r1),
             )
             .unwrap();
         assert_ne!(r1, r2);
-        let e = be.append(&header, &[delta(6, "x")], Expect::At(&r1)).unwrap_err();
+        let e = be
+            .append(&header, &[delta(6, "x")], Expect::At(&r1))
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Conflict, "stale revision: {e}");
         assert_eq!(be.revision("s/1").unwrap(), Some(r2.clone()));
 
@@ -206,20 +222,29 @@ fn lazy_atomic_creation_modes_and_frames() {
         let cold = backend(&root, compression, true);
         let rc = cold.revision("s/1").unwrap().unwrap();
         assert_ne!(rc, r2, "tokens differ across stores");
-        let e = cold.append(&header, &[delta(7, "x")], Expect::At(&rc)).unwrap_err();
+        let e = cold
+            .append(&header, &[delta(7, "x")], Expect::At(&rc))
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
-        cold.append(&header, &[delta(6, "x")], Expect::At(&rc)).unwrap();
+        cold.append(&header, &[delta(6, "x")], Expect::At(&rc))
+            .unwrap();
 
         let text = cold.read_raw("s/1").unwrap().unwrap().content;
         assert_eq!(
             text,
             concat!(
-                r#"{"type":"session","version":0,"id":"s/1","createdAt":5,"cwd":"/w/p","delegationDepth":0}"#, "\n",
-                r#"{"type":"turn/start","seq":0,"time":1000,"data":{"turn":1}}"#, "\n",
-                r#"{"type":"text-chunks","seq0":1,"time0":1001,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}}"#, "\n",
-                r#"{"type":"assistant/chunk","seq":4,"time":1004,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"d"}}}"#, "\n",
-                r#"{"type":"turn/end","seq":5,"time":1005,"data":{"turn":1,"reason":{"kind":"completed"}}}"#, "\n",
-                r#"{"type":"assistant/chunk","seq":6,"time":1006,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"x"}}}"#, "\n",
+                r#"{"type":"session","version":0,"id":"s/1","createdAt":5,"cwd":"/w/p","delegationDepth":0}"#,
+                "\n",
+                r#"{"type":"turn/start","seq":0,"time":1000,"data":{"turn":1}}"#,
+                "\n",
+                r#"{"type":"text-chunks","seq0":1,"time0":1001,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}}"#,
+                "\n",
+                r#"{"type":"assistant/chunk","seq":4,"time":1004,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"d"}}}"#,
+                "\n",
+                r#"{"type":"turn/end","seq":5,"time":1005,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+                "\n",
+                r#"{"type":"assistant/chunk","seq":6,"time":1006,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"x"}}}"#,
+                "\n",
             )
         );
         let log = cold.read("s/1").unwrap().unwrap();
@@ -235,7 +260,11 @@ fn lazy_atomic_creation_modes_and_frames() {
                 assert_eq!(f.descriptor, 0x04);
             }
             let texts = frame_texts(&bytes);
-            assert_eq!(texts[0].lines().count(), 1, "the header frame holds only the header");
+            assert_eq!(
+                texts[0].lines().count(),
+                1,
+                "the header frame holds only the header"
+            );
         }
     }
 }
@@ -248,11 +277,18 @@ fn unpacked_config_writes_plain_events_and_locate_needs_no_io() {
     let dsh_persist::backend::Location::Jsonl { path } = be.locate(&header).unwrap().unwrap();
     assert_eq!(
         path,
-        tmp.path().join("_no-cwd/u/session.jsonl").display().to_string()
+        tmp.path()
+            .join("_no-cwd/u/session.jsonl")
+            .display()
+            .to_string()
     );
     assert!(!Path::new(&path).exists());
-    be.append(&header, &[delta(0, "a"), delta(1, "b"), delta(2, "c")], Expect::New)
-        .unwrap();
+    be.append(
+        &header,
+        &[delta(0, "a"), delta(1, "b"), delta(2, "c")],
+        Expect::New,
+    )
+    .unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     assert_eq!(text.lines().count(), 4);
     assert!(!text.contains("text-chunks"));
@@ -279,8 +315,14 @@ fn wrong_encoding_and_flat_files_are_refused() {
     std::fs::write(tmp.path().join("_no-cwd/b.jsonl"), "{}\n").unwrap();
     let msg = "session artifact \"<ROOT>/_no-cwd/b.jsonl\" uses the unsupported flat-file layout; use a separate root or move it into a project/session directory before loading";
     assert_eq!(redact(&be.list().unwrap_err().to_string(), tmp.path()), msg);
-    assert_eq!(redact(&be.read("a").unwrap_err().to_string(), tmp.path()), msg);
-    assert_eq!(redact(&be.read("b").unwrap_err().to_string(), tmp.path()), msg);
+    assert_eq!(
+        redact(&be.read("a").unwrap_err().to_string(), tmp.path()),
+        msg
+    );
+    assert_eq!(
+        redact(&be.read("b").unwrap_err().to_string(), tmp.path()),
+        msg
+    );
 }
 
 #[test]
@@ -301,10 +343,13 @@ fn list_skips_incomplete_dirs_and_rejects_misplaced_or_duplicate_headers() {
         std::fs::create_dir_all(root.join("--p--").join(dir)).unwrap();
         std::fs::write(root.join("--p--").join(dir).join("session.jsonl"), text).unwrap();
     }
-    assert_eq!(be.list().unwrap(), vec![SessionHeader::parse(
+    assert_eq!(
+        be.list().unwrap(),
+        vec![SessionHeader::parse(
         r#"{"type":"session","version":0,"id":"ok","createdAt":1,"cwd":"/p","delegationDepth":0}"#,
         dsh_persist::model::header::HeaderSource::JsonlLine
-    ).unwrap()]);
+    ).unwrap()]
+    );
 
     // A header whose id does not match its directory rejects the root.
     std::fs::create_dir_all(root.join("--p--/other")).unwrap();

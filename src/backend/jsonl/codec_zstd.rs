@@ -97,9 +97,7 @@ impl FrameDecoder {
     where
         F: FnMut(&mut Vec<u8>) -> Result<()>,
     {
-        let _ = self
-            .dctx
-            .reset(zstd_safe::ResetDirective::SessionOnly);
+        let _ = self.dctx.reset(zstd_safe::ResetDirective::SessionOnly);
         let mut input = InBuffer::around(frame);
         loop {
             if out.capacity() - out.len() < OUT_CHUNK / 2 {
@@ -163,7 +161,10 @@ mod tests {
         let text = b"{\"a\":1}\n".repeat(1000);
         let f = encode_frame(&text).unwrap();
         assert_eq!(&f[..4], &[0x28, 0xB5, 0x2F, 0xFD]);
-        assert_eq!(f[4], 0x04, "checksum on, no content size, not single-segment");
+        assert_eq!(
+            f[4], 0x04,
+            "checksum on, no content size, not single-segment"
+        );
         let (plain, end) = decode_all(&f);
         assert_eq!(end, DecodeEnd::Finished);
         assert_eq!(plain, text);
@@ -173,7 +174,9 @@ mod tests {
 
     #[test]
     fn torn_and_corrupt_frames() {
-        let text: Vec<u8> = (0..400_000u32).flat_map(|i| format!("{i}\n").into_bytes()).collect();
+        let text: Vec<u8> = (0..400_000u32)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
         let f = encode_frame(&text).unwrap();
         let (plain, end) = decode_all(&f[..f.len() - 1]);
         assert_eq!(end, DecodeEnd::NeedMore);

@@ -85,7 +85,8 @@ fn walk_frame(buf: &[u8], start: usize) -> Result<Walk> {
         if pos + 3 > rest.len() {
             return Ok(Walk::Torn);
         }
-        let bh = u32::from(rest[pos]) | u32::from(rest[pos + 1]) << 8 | u32::from(rest[pos + 2]) << 16;
+        let bh =
+            u32::from(rest[pos]) | u32::from(rest[pos + 1]) << 8 | u32::from(rest[pos + 2]) << 16;
         let last = bh & 1 != 0;
         let block_type = (bh >> 1) & 3;
         let block_size = (bh >> 3) as usize;
@@ -181,7 +182,10 @@ mod tests {
         let s = scan(&file).unwrap();
         assert_eq!(s.torn_start, None);
         assert_eq!(
-            s.frames.iter().map(|f| (f.start, f.end, f.descriptor)).collect::<Vec<_>>(),
+            s.frames
+                .iter()
+                .map(|f| (f.start, f.end, f.descriptor))
+                .collect::<Vec<_>>(),
             vec![(0, a, 0x04), (a, b, 0x04)]
         );
         for cut in a as usize + 1..b as usize {

@@ -298,7 +298,10 @@ mod tests {
         assert_eq!(project_dir_name(Some("/a/b")), "--a-b--");
         assert_eq!(project_dir_name(Some("/var/../srv")), "--var-..-srv--");
         assert_eq!(project_dir_name(Some("C:\\Users\\x")), "--C-Users-x--");
-        assert_eq!(project_dir_name(Some("/~user-dir~")), "--~007Euser-dir~007E--");
+        assert_eq!(
+            project_dir_name(Some("/~user-dir~")),
+            "--~007Euser-dir~007E--"
+        );
         assert_eq!(project_dir_name(None), "_no-cwd");
         let long = format!("/{}", "x".repeat(400));
         let key = project_dir_name(Some(&long));

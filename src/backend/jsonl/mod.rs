@@ -189,7 +189,10 @@ impl JsonlBackend {
             "session artifact {} holds the header of session {} (cwd {}), which belongs at {}; move it there or use another root",
             quote(&path.display().to_string()),
             quote(&header.id),
-            header.cwd.as_deref().map_or_else(|| "absent".to_string(), quote),
+            header
+                .cwd
+                .as_deref()
+                .map_or_else(|| "absent".to_string(), quote),
             quote(
                 &self
                     .root
@@ -213,8 +216,7 @@ impl JsonlBackend {
                 let Some(file) = layout::session_file(&sdir, self.compression)? else {
                     continue;
                 };
-                let Some((header, identity)) = reader::peek_header(&file, self.compression)?
-                else {
+                let Some((header, identity)) = reader::peek_header(&file, self.compression)? else {
                     continue;
                 };
                 self.check_header_path(&header, &file)?;
@@ -253,7 +255,12 @@ impl JsonlBackend {
         })
     }
 
-    fn append_new(&self, header: &SessionHeader, events: &[Event], path: &Path) -> Result<Revision> {
+    fn append_new(
+        &self,
+        header: &SessionHeader,
+        events: &[Event],
+        path: &Path,
+    ) -> Result<Revision> {
         if events[0].seq != 0 {
             return Err(Error::invalid(format!(
                 "the first append of session {} must start at seq 0, not {}",
@@ -349,7 +356,9 @@ fn moved(id: &str, path: &Path) -> Error {
 /// Checks that a batch is non-empty and contiguous.
 fn check_batch(events: &[Event]) -> Result<()> {
     let Some(first) = events.first() else {
-        return Err(Error::invalid("an append batch must hold at least one event"));
+        return Err(Error::invalid(
+            "an append batch must hold at least one event",
+        ));
     };
     for (i, e) in events.iter().enumerate() {
         if e.seq != first.seq + i as u64 {
@@ -375,7 +384,11 @@ impl Backend for JsonlBackend {
     }
 
     fn list(&self) -> Result<Vec<SessionHeader>> {
-        Ok(self.list_entries()?.into_iter().map(|(h, _, _)| h).collect())
+        Ok(self
+            .list_entries()?
+            .into_iter()
+            .map(|(h, _, _)| h)
+            .collect())
     }
 
     fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {

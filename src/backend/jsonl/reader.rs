@@ -29,9 +29,7 @@ use crate::backend::TornTail;
 use crate::codec::chunk_rows::Record;
 use crate::error::{Error, Result};
 use crate::model::event::Event;
-use crate::model::header::{
-    HeaderSource, SESSION_FORMAT_VERSION, SessionHeader, version_refusal,
-};
+use crate::model::header::{HeaderSource, SESSION_FORMAT_VERSION, SessionHeader, version_refusal};
 use crate::model::json;
 
 /// How many times a full read retries when the file changes under it.
@@ -229,9 +227,8 @@ pub fn read_log(path: &Path, compression: Compression) -> Result<ReadOutcome> {
             }
             Compression::None => scan_plain(&mut file, &raw_log, path)?,
         };
-        let after = FileIdentity::of(
-            &std::fs::metadata(path).map_err(|e| io_err("cannot stat", path, e))?,
-        );
+        let after =
+            FileIdentity::of(&std::fs::metadata(path).map_err(|e| io_err("cannot stat", path, e))?);
         if after == before {
             return Ok(ReadOutcome {
                 header,
@@ -348,9 +345,8 @@ fn scan_zstd(buf: &[u8], raw_log: &str) -> Result<Scanned> {
     let mut sc = LineScanner::new(raw_log);
     // The header frame first: a foreign version is refused before anything
     // else about the file is judged.
-    let first = frames::first_frame(buf)?.ok_or_else(|| {
-        zstd_corrupt(format!("{raw_log} has no complete header frame"))
-    })?;
+    let first = frames::first_frame(buf)?
+        .ok_or_else(|| zstd_corrupt(format!("{raw_log} has no complete header frame")))?;
     scan_complete_frame(&mut dec, buf, &first, 0, &mut sc, &mut out)?;
     if sc.header.is_none() {
         return Err(no_header(raw_log));
@@ -450,7 +446,8 @@ pub fn read_text(path: &Path, compression: Compression) -> Result<(String, FileI
             let mut dec = FrameDecoder::new();
             let mut out = Vec::with_capacity(buf.len() * 4);
             for f in &scan.frames {
-                let end = dec.decode(&buf[f.start as usize..f.end as usize], &mut out, |_| Ok(()))?;
+                let end =
+                    dec.decode(&buf[f.start as usize..f.end as usize], &mut out, |_| Ok(()))?;
                 match end {
                     DecodeEnd::Finished => {}
                     DecodeEnd::Failed(cause) => return Err(frame_failed(f.start, cause)),
@@ -488,7 +485,10 @@ pub fn header_of_text(text: &str, raw_log: &str) -> Result<SessionHeader> {
 /// What `list` reads: the first line (none) or the first frame's first line
 /// (zstd), parsed as a header of any version. `Ok(None)` when the file is
 /// empty, has no complete first line, or its first line is not a header.
-pub fn peek_header(path: &Path, compression: Compression) -> Result<Option<(SessionHeader, FileIdentity)>> {
+pub fn peek_header(
+    path: &Path,
+    compression: Compression,
+) -> Result<Option<(SessionHeader, FileIdentity)>> {
     let mut file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -520,7 +520,8 @@ pub fn peek_header(path: &Path, compression: Compression) -> Result<Option<(Sess
                 Err(_) => return Ok(None),
                 Ok(Some(f)) => {
                     let mut out = Vec::new();
-                    let end = FrameDecoder::new().decode(&buf[..f.end as usize], &mut out, |_| Ok(()))?;
+                    let end =
+                        FrameDecoder::new().decode(&buf[..f.end as usize], &mut out, |_| Ok(()))?;
                     if end != DecodeEnd::Finished {
                         return Ok(None);
                     }
