@@ -374,4 +374,9 @@ fn list_skips_incomplete_dirs_and_rejects_misplaced_or_duplicate_headers() {
     assert!(e.to_string().contains("stored twice"), "{e}");
     let e = be.read("ok").unwrap_err();
     assert!(e.to_string().contains("stored twice"), "{e}");
+
+    // A session dir without a log (a creation in progress) is no duplicate.
+    std::fs::remove_file(root.join("--q--/ok/session.jsonl")).unwrap();
+    assert_eq!(be.read("ok").unwrap().unwrap().events.len(), 1);
+    assert_eq!(be.list().unwrap().len(), 1);
 }

@@ -128,11 +128,20 @@ impl JsonlBackend {
     }
 
     /// The log file of `id`, found by scanning the project directories.
+    /// Session directories without a log (a creation in progress) do not
+    /// count; two logs for one id are refused.
     fn find_file(&self, id: &str) -> Result<Option<PathBuf>> {
-        match layout::find_session_dir(&self.root, id)? {
-            None => Ok(None),
-            Some(dir) => layout::session_file(&dir, self.compression),
+        let mut found: Option<PathBuf> = None;
+        for dir in layout::find_session_dirs(&self.root, id)? {
+            if let Some(file) = layout::session_file(&dir, self.compression)? {
+                if let Some(prev) = &found {
+                    let prev_dir = prev.parent().expect("log in a session dir");
+                    return Err(layout::duplicate_error(id, prev_dir, &dir));
+                }
+                found = Some(file);
+            }
         }
+        Ok(found)
     }
 
     fn revision_of(&self, path: &Path, identity: &FileIdentity) -> Revision {
