@@ -391,3 +391,36 @@ fn zstd_files_without_a_header_frame_or_with_bad_structure_are_corrupt() {
     let e = be.read("cut").unwrap_err();
     assert!(e.to_string().contains("reserved header bits"), "{e}");
 }
+
+#[test]
+fn reads_racing_an_appender_see_a_consistent_prefix() {
+    let tmp = TempDir::new("race");
+    let root = tmp.path().to_path_buf();
+    let header = SessionHeader::new("race", 1);
+    let all: Vec<Event> = (0..600).map(|s| delta(s, &format!("x{s}"))).collect();
+    let be = backend(&root, Compression::Zstd);
+    let mut rev = be.append(&header, &all[..3], Expect::New).unwrap();
+    let writer_events = all.clone();
+    let writer = std::thread::spawn(move || {
+        for chunk in writer_events[3..].chunks(3) {
+            rev = be.append(&header, chunk, Expect::At(&rev)).unwrap();
+        }
+    });
+    let reader = backend(&root, Compression::Zstd);
+    let mut reads = 0;
+    while !writer.is_finished() || reads == 0 {
+        match reader.read("race") {
+            Ok(Some(log)) => {
+                let n = log.events.len();
+                assert_eq!(log.events[..], all[..n]);
+                reads += 1;
+            }
+            Ok(None) => panic!("vanished"),
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Conflict, "{e}"),
+        }
+    }
+    writer.join().unwrap();
+    let log = reader.read("race").unwrap().unwrap();
+    assert_eq!(log.events, all);
+    assert_eq!(log.torn, None);
+}
