@@ -21,5 +21,6 @@ pub mod error;
 pub mod model;
 pub mod plan;
 pub mod store;
+pub mod uuid;
 
 pub use error::{Error, ErrorKind, Result};

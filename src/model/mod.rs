@@ -1,6 +1,13 @@
 //! The data model (SPEC §1) and the pure rules over it (§5).
 
 pub mod event;
+pub mod fields;
 pub mod header;
+pub mod invariants;
 pub mod json;
+pub mod legacy;
+pub mod repair;
+pub mod seed;
+pub mod surface;
+pub mod validate;
 pub mod vocabulary;

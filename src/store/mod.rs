@@ -1,1 +1,30 @@
-//! The store coordinator (SPEC §6).
+//! The store coordinator (SPEC §6): live sessions, write-behind batching,
+//! load/inspect/prepare with repair, resume and fork.
+
+pub mod cache;
+pub mod config;
+pub mod coordinator;
+pub mod id_locks;
+pub mod live;
+pub mod view;
+pub mod write_behind;
+
+use std::sync::Arc;
+
+pub use config::{BackendConfig, Compression, JournalMode, JsonlConfig, SqliteConfig, StoreConfig};
+pub use coordinator::{Clock, PreparedSession, Store};
+pub use live::{AppendOptions, LiveSession};
+pub use view::SessionView;
+
+use crate::backend::Backend;
+use crate::backend::jsonl::JsonlBackend;
+use crate::backend::sqlite::SqliteBackend;
+use crate::error::Result;
+
+/// Opens the backend a configuration names.
+pub fn open_backend(config: &BackendConfig) -> Result<Arc<dyn Backend>> {
+    Ok(match config {
+        BackendConfig::Jsonl(c) => Arc::new(JsonlBackend::open(c.clone())?),
+        BackendConfig::Sqlite(c) => Arc::new(SqliteBackend::open(c)?),
+    })
+}

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
+pub mod conv;
+
 /// `../shared/fixtures/upstream`, resolved from the crate root (overridable
 /// with `DSH_FIXTURES`).
 pub fn fixtures_dir() -> PathBuf {

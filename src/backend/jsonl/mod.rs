@@ -37,7 +37,7 @@ use crate::model::header::SessionHeader;
 use crate::model::json::quote;
 
 /// How to open a JSONL root.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JsonlConfig {
     /// The root directory (created with mode 0700 when missing).
     pub root: PathBuf,

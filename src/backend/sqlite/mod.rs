@@ -1,1 +1,276 @@
 //! SQLite backend, schema 17 (SPEC §4).
+//!
+//! One database file holds every session: a `sessions` row per materialized
+//! session and its `events` rows (scalar events and packed chunk rows). The
+//! backend keeps one connection behind a mutex; SQLite's own locking (WAL,
+//! `BEGIN IMMEDIATE`, busy timeout) keeps several processes or backends on
+//! one file consistent, and a stale writer is refused by the tail check.
+//!
+//! Files: [`schema`] (pragmas, identity, init), [`access`] (POSIX checks),
+//! [`varint`] (`source_event_seqs`), [`rows`] (row encoding), [`reader`],
+//! [`writer`].
+
+pub mod access;
+pub mod reader;
+pub mod rows;
+pub mod schema;
+pub mod varint;
+pub mod writer;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+use rusqlite::{Connection, OpenFlags};
+
+use crate::backend::{
+    Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
+    TornTail,
+};
+use crate::error::{Error, Result};
+use crate::model::event::Event;
+use crate::model::header::SessionHeader;
+use crate::model::json::quote;
+
+pub use schema::JournalMode;
+
+/// The path that opens a private in-memory database.
+pub const MEMORY_PATH: &str = ":memory:";
+
+/// How to open a SQLite store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqliteConfig {
+    /// The database file, or `":memory:"` for a private in-memory database.
+    pub path: String,
+    /// `journalMode` (default WAL).
+    pub journal_mode: JournalMode,
+    /// `busyTimeoutMs` (default 5,000).
+    pub busy_timeout_ms: u32,
+}
+
+impl SqliteConfig {
+    /// Defaults for `path`: WAL, 5,000 ms busy timeout.
+    pub fn new(path: impl Into<String>) -> SqliteConfig {
+        SqliteConfig {
+            path: path.into(),
+            journal_mode: JournalMode::Wal,
+            busy_timeout_ms: 5000,
+        }
+    }
+
+    /// A private in-memory database (tests).
+    pub fn memory() -> SqliteConfig {
+        SqliteConfig::new(MEMORY_PATH)
+    }
+}
+
+/// The SQLite backend (see the module docs).
+pub struct SqliteBackend {
+    conn: Mutex<Option<Connection>>,
+    /// `session database at "<path>"`, the subject of open-time messages.
+    label: String,
+    /// The database file, `None` in memory.
+    path: Option<PathBuf>,
+    /// `file:<dev>:<ino>:<birthtime-ns>` or `memory`.
+    revision_prefix: String,
+    store_id: String,
+}
+
+/// Maps a SQLite error: lock timeouts become [`Error::Busy`], the rest I/O
+/// errors naming the database and the operation.
+pub(crate) fn sql_error(label: &str, context: &str, e: rusqlite::Error) -> Error {
+    if let rusqlite::Error::SqliteFailure(f, _) = &e {
+        if matches!(
+            f.code,
+            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+        ) {
+            return Error::Busy(format!("{label}: {context}: {e}"));
+        }
+    }
+    Error::io_msg(format!("{label}: {context}: {e}"))
+}
+
+impl SqliteBackend {
+    /// Opens (and, when pristine, initialises) the database of `config`.
+    ///
+    /// On POSIX the file and its parent are checked first (SPEC §4.1); a
+    /// missing file is created empty with mode 0600. A database with another
+    /// identity or schema is refused without any change.
+    pub fn open(config: &SqliteConfig) -> Result<SqliteBackend> {
+        let in_memory = config.path == MEMORY_PATH;
+        let label = format!("session database at {}", quote(&config.path));
+        let (mut conn, path) = if in_memory {
+            let conn =
+                Connection::open_in_memory().map_err(|e| sql_error(&label, "cannot open", e))?;
+            (conn, None)
+        } else {
+            if config.path.is_empty() {
+                return Err(Error::invalid("session database path must not be empty"));
+            }
+            let path = PathBuf::from(&config.path);
+            let uid = access::current_uid()?;
+            access::check_parent(&path, uid)?;
+            access::prepare_file(&path, uid)?;
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+            let conn = Connection::open_with_flags(&path, flags)
+                .map_err(|e| sql_error(&label, "cannot open", e))?;
+            (conn, Some(path))
+        };
+        schema::apply_connection_pragmas(&conn, &label, config.busy_timeout_ms)?;
+        let store_id = schema::ensure_identity(&mut conn, &label)?;
+        schema::apply_journal_pragmas(&conn, &label, config.journal_mode, in_memory)?;
+        let revision_prefix = match &path {
+            None => "memory".to_string(),
+            Some(p) => file_identity(p)?,
+        };
+        Ok(SqliteBackend {
+            conn: Mutex::new(Some(conn)),
+            label,
+            path,
+            revision_prefix,
+            store_id,
+        })
+    }
+
+    /// The `store_id` of the database (`persistence_state`).
+    pub fn store_id(&self) -> &str {
+        &self.store_id
+    }
+
+    /// The database file (`None` in memory).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The revision token of a session state.
+    fn revision(&self, incarnation: &str, revision: i64) -> Revision {
+        Revision(format!(
+            "{}:store:{}:incarnation:{incarnation}:revision:{revision}",
+            self.revision_prefix, self.store_id
+        ))
+    }
+
+    /// Runs `f` on the connection, or fails when the backend is closed.
+    fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+        let mut guard = self.conn.lock();
+        match guard.as_mut() {
+            Some(conn) => f(conn),
+            None => Err(Error::Closed(format!("{} is closed", self.label))),
+        }
+    }
+}
+
+/// `file:<dev>:<ino>:<birthtime-ns>` of the database file. Where the file
+/// system does not report a birth time, 0 is used (not ctime: it changes
+/// with every write, and the token must stay stable while nothing changed).
+fn file_identity(path: &Path) -> Result<String> {
+    let meta = std::fs::metadata(path).map_err(|e| {
+        Error::io(
+            format!(
+                "cannot inspect session database {}",
+                quote(&path.display().to_string())
+            ),
+            e,
+        )
+    })?;
+    let birth_ns = meta
+        .created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    Ok(format!("file:{}:{}:{birth_ns}", meta.dev(), meta.ino()))
+}
+
+impl Backend for SqliteBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Sqlite
+    }
+
+    fn locate(&self, _header: &SessionHeader) -> Result<Option<Location>> {
+        Ok(None)
+    }
+
+    fn list(&self) -> Result<Vec<SessionHeader>> {
+        self.with_conn(|c| reader::list_sessions(c, &self.label))
+            .map(|rows| rows.into_iter().map(|r| r.header).collect())
+    }
+
+    fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {
+        let rows = self.with_conn(|c| reader::list_sessions(c, &self.label))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let rev = self.revision(&r.incarnation, r.revision);
+                (r.header, rev)
+            })
+            .collect())
+    }
+
+    fn revision(&self, id: &str) -> Result<Option<Revision>> {
+        let row = self.with_conn(|c| reader::session_row(c, &self.label, id))?;
+        Ok(row.map(|r| self.revision(&r.incarnation, r.revision)))
+    }
+
+    fn append(
+        &self,
+        header: &SessionHeader,
+        events: &[Event],
+        expect: Expect<'_>,
+    ) -> Result<Revision> {
+        let (inc, rev) =
+            self.with_conn(|c| writer::append(c, &self.label, header, events, expect))?;
+        Ok(self.revision(&inc, rev))
+    }
+
+    fn read(&self, id: &str) -> Result<Option<StoredLog>> {
+        let Some(read) = self.with_conn(|c| reader::read_log(c, &self.label, id))? else {
+            return Ok(None);
+        };
+        Ok(Some(StoredLog {
+            revision: self.revision(&read.session.incarnation, read.session.revision),
+            header: read.session.header,
+            events: read.events,
+            torn: read.torn_from.map(|from_seq| TornTail::Sqlite { from_seq }),
+            raw_log: None,
+        }))
+    }
+
+    fn read_from(&self, id: &str, from_seq: u64) -> Result<Option<ScannedSuffix>> {
+        let Some(read) = self.with_conn(|c| reader::read_suffix(c, &self.label, id, from_seq))?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(ScannedSuffix {
+            header: read.session.header,
+            events: read.events,
+            raw_log: None,
+        }))
+    }
+
+    fn commit_repair(&self, id: &str, log: &StoredLog, closers: &[Event]) -> Result<Revision> {
+        let (inc, rev) = self.with_conn(|c| {
+            writer::commit_repair(c, &self.label, id, log, closers, &|inc, rev| {
+                self.revision(inc, rev)
+            })
+        })?;
+        Ok(self.revision(&inc, rev))
+    }
+
+    fn read_raw(&self, _id: &str) -> Result<Option<RawArtifact>> {
+        Err(Error::Unsupported(
+            "read_raw is not supported by the SQLite backend (it keeps no per-session artifact)"
+                .to_string(),
+        ))
+    }
+
+    fn close(&self) -> Result<()> {
+        let conn = self.conn.lock().take();
+        if let Some(conn) = conn {
+            conn.close()
+                .map_err(|(_, e)| sql_error(&self.label, "cannot close", e))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,212 @@
+//! POSIX ownership and permission checks on the database file and its parent
+//! directory (SPEC §4.1), and creation of a new database file with mode 0600.
+//!
+//! A session database holds every conversation of a user, so it must be
+//! private: the file and its parent directory owned by the current user, the
+//! parent not group- or world-writable (nobody else can swap the file), the
+//! file without any group/other permission bits. Symbolic links and
+//! non-regular files are refused.
+
+use std::fs;
+use std::io::ErrorKind as IoKind;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::model::json::quote;
+
+/// The effective uid of this process.
+///
+/// Read from `/proc/self/status` (Linux); elsewhere, the owner of a fresh
+/// temporary file this process creates (new files are owned by the
+/// effective uid). No `libc` call is needed either way.
+pub fn current_uid() -> Result<u32> {
+    if let Ok(status) = fs::read_to_string("/proc/self/status") {
+        for line in status.lines() {
+            if let Some(rest) = line.strip_prefix("Uid:") {
+                // real, effective, saved, filesystem
+                if let Some(euid) = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok()) {
+                    return Ok(euid);
+                }
+            }
+        }
+    }
+    let probe = std::env::temp_dir().join(format!(
+        ".dsh-persist-uid-probe-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&probe)
+        .map_err(|e| Error::io("cannot determine the current user id", e))?;
+    let uid = file
+        .metadata()
+        .map_err(|e| Error::io("cannot determine the current user id", e))?
+        .uid();
+    drop(file);
+    let _ = fs::remove_file(&probe);
+    Ok(uid)
+}
+
+/// The directory holding `path` (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn file_refusal(path: &Path) -> Error {
+    Error::invalid(format!(
+        "session database {} must be owned by the current user and accessible only by that user",
+        quote(&path.display().to_string())
+    ))
+}
+
+fn parent_refusal(parent: &Path) -> Error {
+    Error::invalid(format!(
+        "session database parent {} must be owned by the current user and not group/world-writable",
+        quote(&parent.display().to_string())
+    ))
+}
+
+/// Checks the parent directory of the database file.
+pub fn check_parent(path: &Path, uid: u32) -> Result<()> {
+    let parent = parent_dir(path);
+    let meta = fs::metadata(&parent).map_err(|e| {
+        Error::io(
+            format!(
+                "cannot inspect session database parent {}",
+                quote(&parent.display().to_string())
+            ),
+            e,
+        )
+    })?;
+    if !meta.is_dir() {
+        return Err(Error::invalid(format!(
+            "session database parent {} is not a directory",
+            quote(&parent.display().to_string())
+        )));
+    }
+    if meta.uid() != uid || meta.mode() & 0o022 != 0 {
+        return Err(parent_refusal(&parent));
+    }
+    Ok(())
+}
+
+/// What [`prepare_file`] found or did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileState {
+    /// The file existed and passed the checks.
+    Existing,
+    /// The file did not exist and was created empty with mode 0600.
+    Created,
+}
+
+/// Checks the database file (`lstat`: a symlink is refused, not followed)
+/// or, when it does not exist, creates it empty with mode 0600 so SQLite
+/// never creates it with the process umask.
+pub fn prepare_file(path: &Path, uid: u32) -> Result<FileState> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) => {
+            check_file_meta(path, &meta, uid)?;
+            Ok(FileState::Existing)
+        }
+        Err(e) if e.kind() == IoKind::NotFound => {
+            match fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+            {
+                Ok(f) => {
+                    f.sync_all().map_err(|e| {
+                        Error::io(
+                            format!(
+                                "cannot sync new session database {}",
+                                quote(&path.display().to_string())
+                            ),
+                            e,
+                        )
+                    })?;
+                    // The umask can only remove bits; make the mode exact anyway.
+                    let meta = f.metadata().map_err(|e| {
+                        Error::io(
+                            format!(
+                                "cannot inspect new session database {}",
+                                quote(&path.display().to_string())
+                            ),
+                            e,
+                        )
+                    })?;
+                    check_file_meta(path, &meta, uid)?;
+                    Ok(FileState::Created)
+                }
+                // Another opener created it between our lstat and open.
+                Err(e) if e.kind() == IoKind::AlreadyExists => prepare_file(path, uid),
+                Err(e) => Err(Error::io(
+                    format!(
+                        "cannot create session database {}",
+                        quote(&path.display().to_string())
+                    ),
+                    e,
+                )),
+            }
+        }
+        Err(e) => Err(Error::io(
+            format!(
+                "cannot inspect session database {}",
+                quote(&path.display().to_string())
+            ),
+            e,
+        )),
+    }
+}
+
+fn check_file_meta(path: &Path, meta: &fs::Metadata, uid: u32) -> Result<()> {
+    let ft = meta.file_type();
+    if ft.is_symlink() {
+        return Err(Error::invalid(format!(
+            "session database {} is a symbolic link; open the real file instead",
+            quote(&path.display().to_string())
+        )));
+    }
+    if !ft.is_file() {
+        return Err(Error::invalid(format!(
+            "session database {} is not a regular file",
+            quote(&path.display().to_string())
+        )));
+    }
+    if meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(file_refusal(path));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn current_uid_matches_a_file_we_create() {
+        let dir = std::env::temp_dir().join(format!("dsh-uid-{}", std::process::id()));
+        let _ = fs::create_dir(&dir);
+        let f = dir.join("x");
+        fs::write(&f, b"").unwrap();
+        let owner = fs::metadata(&f).unwrap().uid();
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(current_uid().unwrap(), owner);
+    }
+
+    #[test]
+    fn bare_file_name_has_dot_parent() {
+        assert_eq!(parent_dir(Path::new("x.db")), PathBuf::from("."));
+        assert_eq!(parent_dir(Path::new("/a/x.db")), PathBuf::from("/a"));
+    }
+}

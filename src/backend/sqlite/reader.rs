@@ -1,0 +1,294 @@
+//! Reads: session rows, full logs with torn-tail detection, seeking suffix
+//! reads (SPEC §4.3).
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::codec::chunk_rows::{PackLimits, Record};
+use crate::error::{Error, Result};
+use crate::model::event::Event;
+use crate::model::header::{SESSION_FORMAT_VERSION, SessionHeader, version_refusal};
+use crate::model::json::quote;
+
+use super::rows::{self, ROW_COLUMNS, StoredRow};
+use super::sql_error;
+
+/// One `sessions` row.
+#[derive(Clone, Debug)]
+pub struct SessionRow {
+    pub header: SessionHeader,
+    /// The stored `version` column (0 for every log this build writes).
+    pub version: i64,
+    pub incarnation: String,
+    pub revision: i64,
+}
+
+const SESSION_COLUMNS: &str = "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, incarnation, revision";
+
+fn bad_session_row(id: &str, field: &str, value: i64) -> Error {
+    Error::corruption(format!(
+        "session {} row has {field} {value}, not a non-negative safe integer",
+        quote(id)
+    ))
+}
+
+fn session_from_sql(
+    r: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(SessionRow, Vec<(&'static str, i64)>)> {
+    let id: String = r.get(0)?;
+    let created_at: i64 = r.get(2)?;
+    let seed_length: Option<i64> = r.get(5)?;
+    let delegation_depth: Option<i64> = r.get(7)?;
+    let mut invalid = Vec::new();
+    let uint = |name: &'static str, v: i64, invalid: &mut Vec<(&'static str, i64)>| {
+        if (0..=crate::model::json::MAX_SAFE_INTEGER).contains(&v) {
+            v as u64
+        } else {
+            invalid.push((name, v));
+            0
+        }
+    };
+    let header = SessionHeader {
+        version: r.get(1)?,
+        created_at: uint("created_at", created_at, &mut invalid),
+        cwd: r.get(3)?,
+        parent_session: r.get(4)?,
+        seed_length: seed_length.map(|v| uint("seed_length", v, &mut invalid)),
+        origin: r.get(6)?,
+        delegation_depth: delegation_depth.map(|v| uint("delegation_depth", v, &mut invalid)),
+        agent_preset: r.get(8)?,
+        id,
+    };
+    Ok((
+        SessionRow {
+            header,
+            version: r.get(1)?,
+            incarnation: r.get(9)?,
+            revision: r.get(10)?,
+        },
+        invalid,
+    ))
+}
+
+fn checked(row: (SessionRow, Vec<(&'static str, i64)>)) -> Result<SessionRow> {
+    match row.1.first() {
+        Some((field, value)) => Err(bad_session_row(&row.0.header.id, field, *value)),
+        None => Ok(row.0),
+    }
+}
+
+/// Every session row, in rowid (insertion) order. A session row exists only
+/// once its first append committed, so these are the materialized sessions.
+pub fn list_sessions(conn: &Connection, label: &str) -> Result<Vec<SessionRow>> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY rowid"
+        ))
+        .map_err(|e| sql_error(label, "cannot list sessions", e))?;
+    let rows = stmt
+        .query_map([], session_from_sql)
+        .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
+        .map_err(|e| sql_error(label, "cannot list sessions", e))?;
+    rows.into_iter().map(checked).collect()
+}
+
+/// The session row of `id`, if stored.
+pub fn session_row(conn: &Connection, label: &str, id: &str) -> Result<Option<SessionRow>> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"
+        ))
+        .map_err(|e| sql_error(label, "cannot read a session row", e))?;
+    let row = stmt
+        .query_row([id], session_from_sql)
+        .optional()
+        .map_err(|e| sql_error(label, &format!("cannot read session {}", quote(id)), e))?;
+    row.map(checked).transpose()
+}
+
+/// A session row whose log this build may read: the stored `version` must
+/// be the supported one (SPEC §3.5 wording, without a raw log path).
+fn readable(row: SessionRow) -> Result<SessionRow> {
+    if row.version != SESSION_FORMAT_VERSION {
+        return Err(version_refusal(
+            &row.header.id,
+            &row.version.to_string(),
+            None,
+        ));
+    }
+    Ok(row)
+}
+
+fn select_rows(
+    conn: &Connection,
+    label: &str,
+    sql: &str,
+    params: impl rusqlite::Params,
+    id: &str,
+) -> Result<Vec<StoredRow>> {
+    let ctx = || format!("cannot read the events of session {}", quote(id));
+    let mut stmt = conn
+        .prepare_cached(sql)
+        .map_err(|e| sql_error(label, &ctx(), e))?;
+    stmt.query_map(params, StoredRow::from_sql)
+        .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
+        .map_err(|e| sql_error(label, &ctx(), e))
+}
+
+/// What a read found.
+#[derive(Debug)]
+pub struct LogRead {
+    pub session: SessionRow,
+    pub events: Vec<Event>,
+    /// The seq of the first torn row (full reads only).
+    pub torn_from: Option<u64>,
+}
+
+/// The corruption of a committed row (SPEC §4.3 wording).
+pub fn invalid_committed_row(seq: i64) -> Error {
+    Error::corruption(format!(
+        "corrupt session log: invalid committed physical row at seq {seq}"
+    ))
+}
+
+/// Applies the last-turn/end rule to decoded rows (ordered by seq) whose
+/// first record must start at `start`: a row that fails to decode or breaks
+/// contiguity at or before the last row holding a `turn/end` is corruption;
+/// after it, it starts the torn tail. Returns the intact events and the seq
+/// of the first torn row.
+pub fn scan_rows(
+    decoded: Vec<(i64, std::result::Result<Record, String>)>,
+    start: u64,
+) -> Result<(Vec<Event>, Option<i64>)> {
+    let last_turn_end = decoded
+        .iter()
+        .rposition(|(_, r)| matches!(r, Ok(rec) if rec.is_turn_end()));
+    let mut expected = start;
+    let mut events = Vec::with_capacity(decoded.len());
+    for (i, (seq, decoded)) in decoded.into_iter().enumerate() {
+        match decoded {
+            Ok(rec) if rec.first_seq() == expected => {
+                expected += rec.member_count();
+                rec.into_events(&mut events);
+            }
+            _ => {
+                if last_turn_end.is_some_and(|t| i <= t) {
+                    return Err(invalid_committed_row(seq));
+                }
+                return Ok((events, Some(seq)));
+            }
+        }
+    }
+    Ok((events, None))
+}
+
+fn decode_all(rows: &[StoredRow]) -> Vec<(i64, std::result::Result<Record, String>)> {
+    rows.iter().map(|r| (r.seq, rows::decode_row(r))).collect()
+}
+
+/// Reads the whole log of `id` in one read transaction.
+pub fn read_log(conn: &mut Connection, label: &str, id: &str) -> Result<Option<LogRead>> {
+    let tx = conn
+        .transaction()
+        .map_err(|e| sql_error(label, "cannot start a read transaction", e))?;
+    let Some(session) = session_row(&tx, label, id)? else {
+        return Ok(None);
+    };
+    let session = readable(session)?;
+    let rows = select_rows(
+        &tx,
+        label,
+        &format!("SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq"),
+        [id],
+        id,
+    )?;
+    tx.finish()
+        .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
+    let (events, torn) = scan_rows(decode_all(&rows), 0)?;
+    Ok(Some(LogRead {
+        session,
+        events,
+        // A torn row with a negative seq sorts first: everything is torn.
+        torn_from: torn.map(|s| s.max(0) as u64),
+    }))
+}
+
+/// Reads the events with `seq >= k` (SPEC §4.3): seeks to `seq >= k`, plus
+/// the packed rows starting up to `max_members − 1` before `k` that may
+/// cover `k`. The last-turn/end rule applies to the rows read; a torn tail
+/// is dropped.
+pub fn read_suffix(
+    conn: &mut Connection,
+    label: &str,
+    id: &str,
+    k: u64,
+) -> Result<Option<LogRead>> {
+    let tx = conn
+        .transaction()
+        .map_err(|e| sql_error(label, "cannot start a read transaction", e))?;
+    let Some(session) = session_row(&tx, label, id)? else {
+        return Ok(None);
+    };
+    let session = readable(session)?;
+    let k_sql = i64::try_from(k).unwrap_or(i64::MAX);
+    let lookback = PackLimits::SQLITE.max_members as i64 - 1;
+    let rows = select_rows(
+        &tx,
+        label,
+        &format!(
+            "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 \
+             AND (seq >= ?3 OR ignorable = 0) ORDER BY seq"
+        ),
+        params![id, k_sql.saturating_sub(lookback), k_sql],
+        id,
+    )?;
+    tx.finish()
+        .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
+    let mut decoded = decode_all(&rows);
+    // Of the packed rows before k, keep only one that covers k.
+    let before = decoded.iter().take_while(|(seq, _)| *seq < k_sql).count();
+    let cover = decoded[..before]
+        .iter()
+        .rposition(|(_, r)| matches!(r, Ok(rec) if rec.first_seq() + rec.member_count() > k));
+    let mut suffix = decoded.split_off(before);
+    let start = match cover {
+        Some(i) => {
+            let row = decoded.swap_remove(i);
+            let first = row.1.as_ref().map_or(k, Record::first_seq);
+            suffix.insert(0, row);
+            first
+        }
+        None => k,
+    };
+    let (mut events, _torn) = scan_rows(suffix, start)?;
+    events.retain(|e| e.seq >= k);
+    Ok(Some(LogRead {
+        session,
+        events,
+        torn_from: None,
+    }))
+}
+
+/// The last logical seq of the stored log of `id` (`None` when it has no
+/// rows), from its last row. Fails when that row does not decode.
+pub fn last_logical_seq(conn: &Connection, label: &str, id: &str) -> Result<Option<u64>> {
+    let rows = select_rows(
+        conn,
+        label,
+        &format!(
+            "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1"
+        ),
+        [id],
+        id,
+    )?;
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    let rec = rows::decode_row(row).map_err(|why| {
+        Error::conflict(format!(
+            "session {} ends in an undecodable row at seq {} ({why}); load the session to repair it before appending",
+            quote(id),
+            row.seq
+        ))
+    })?;
+    Ok(Some(rec.first_seq() + rec.member_count() - 1))
+}

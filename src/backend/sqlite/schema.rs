@@ -1,0 +1,411 @@
+//! Schema 17: connection pragmas, database identity, pristine-file
+//! initialisation and schema comparison (SPEC §4.1).
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+use super::sql_error;
+
+/// `PRAGMA application_id` of a session database: 0x44534850, "DSHP".
+pub const APPLICATION_ID: i64 = 1_146_308_688;
+
+/// `PRAGMA user_version` of this schema.
+pub const SCHEMA_VERSION: i64 = 17;
+
+/// The schema, byte for byte as the original's `resources/sql/schema.sql`
+/// creates it (the text SQLite keeps in `sqlite_master`).
+pub const SCHEMA_SQL: &str = "CREATE TABLE persistence_state (
+  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+  store_id  TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE sessions (
+  id               TEXT PRIMARY KEY,
+  version          INTEGER NOT NULL,
+  created_at       INTEGER NOT NULL,
+  cwd              TEXT,
+  parent_session   TEXT,
+  seed_length      INTEGER,
+  origin           TEXT,
+  delegation_depth INTEGER,
+  agent_preset     TEXT,
+  incarnation      TEXT NOT NULL,
+  revision         INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE events (
+  session_id        TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq               INTEGER NOT NULL,
+  type              TEXT NOT NULL,
+  time              INTEGER NOT NULL,
+  data              ANY NOT NULL,
+  source_event_seqs ANY,
+  surface_op        TEXT,
+  ignorable         INTEGER CHECK (ignorable IS NULL OR ignorable IN (0, 1)),
+  PRIMARY KEY (session_id, seq)
+) STRICT;
+";
+
+/// The schema objects `sqlite_master` must hold: (type, name, table, SQL).
+/// Automatic indexes have no SQL.
+fn expected_objects() -> Vec<(String, String, String, Option<String>)> {
+    let mut out = Vec::new();
+    for stmt in SCHEMA_SQL.split(';') {
+        let stmt = stmt.trim();
+        if stmt.is_empty() {
+            continue;
+        }
+        let name = stmt
+            .strip_prefix("CREATE TABLE ")
+            .and_then(|r| r.split_whitespace().next())
+            .expect("schema statement is a CREATE TABLE")
+            .to_string();
+        out.push((
+            "table".to_string(),
+            name.clone(),
+            name.clone(),
+            Some(normalize_sql(stmt)),
+        ));
+    }
+    for table in ["sessions", "events"] {
+        out.push((
+            "index".to_string(),
+            format!("sqlite_autoindex_{table}_1"),
+            table.to_string(),
+            None,
+        ));
+    }
+    out.sort();
+    out
+}
+
+/// Whitespace normalisation for schema comparison: runs of whitespace become
+/// one space, and whitespace next to `(`, `)` and `,` is dropped.
+pub fn normalize_sql(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut pending_space = false;
+    for c in sql.trim().chars() {
+        if c.is_whitespace() {
+            pending_space = true;
+            continue;
+        }
+        if pending_space && !matches!(c, '(' | ')' | ',') && !out.ends_with(['(', ',']) {
+            out.push(' ');
+        }
+        pending_space = false;
+        out.push(c);
+    }
+    out
+}
+
+/// Which journal mode a connection runs in (`journalMode` option).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JournalMode {
+    /// Write-ahead log (the default).
+    #[default]
+    Wal,
+    Delete,
+    Truncate,
+    Persist,
+}
+
+impl JournalMode {
+    /// The pragma value (`wal`, `delete`, `truncate`, `persist`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JournalMode::Wal => "wal",
+            JournalMode::Delete => "delete",
+            JournalMode::Truncate => "truncate",
+            JournalMode::Persist => "persist",
+        }
+    }
+
+    /// Parses a configured mode (case-insensitive).
+    pub fn parse(text: &str) -> Result<JournalMode> {
+        match text.to_ascii_lowercase().as_str() {
+            "wal" => Ok(JournalMode::Wal),
+            "delete" => Ok(JournalMode::Delete),
+            "truncate" => Ok(JournalMode::Truncate),
+            "persist" => Ok(JournalMode::Persist),
+            _ => Err(Error::invalid(format!(
+                "journalMode must be one of wal, delete, truncate, persist (got {})",
+                crate::model::json::quote(text)
+            ))),
+        }
+    }
+}
+
+/// Reads a pragma back. `None` when SQLite returns no row (e.g.
+/// `mmap_size` of an in-memory database, where memory mapping never applies).
+fn pragma_value(conn: &Connection, label: &str, name: &str) -> Result<Option<String>> {
+    conn.query_row(&format!("PRAGMA {name}"), [], |r| {
+        let v: rusqlite::types::Value = r.get(0)?;
+        Ok(match v {
+            rusqlite::types::Value::Integer(i) => i.to_string(),
+            rusqlite::types::Value::Text(t) => t,
+            other => format!("{other:?}"),
+        })
+    })
+    .optional()
+    .map_err(|e| sql_error(label, &format!("cannot read PRAGMA {name}"), e))
+}
+
+fn set_and_verify(
+    conn: &Connection,
+    label: &str,
+    name: &str,
+    value: &str,
+    want: &str,
+) -> Result<()> {
+    conn.execute_batch(&format!("PRAGMA {name} = {value}"))
+        .map_err(|e| sql_error(label, &format!("cannot set PRAGMA {name}"), e))?;
+    let got = pragma_value(conn, label, name)?;
+    let taken = match &got {
+        Some(v) => v.eq_ignore_ascii_case(want),
+        // No memory mapping at all is what mmap_size = 0 asks for.
+        None => name == "mmap_size",
+    };
+    if !taken {
+        return Err(Error::io_msg(format!(
+            "{label}: PRAGMA {name} = {value} did not take effect (reads back {})",
+            got.as_deref().unwrap_or("nothing")
+        )));
+    }
+    Ok(())
+}
+
+/// Connection-level pragmas that do not touch the file: busy timeout,
+/// `trusted_schema = OFF`, `mmap_size = 0`, `foreign_keys = ON`.
+pub fn apply_connection_pragmas(
+    conn: &Connection,
+    label: &str,
+    busy_timeout_ms: u32,
+) -> Result<()> {
+    conn.busy_timeout(std::time::Duration::from_millis(u64::from(busy_timeout_ms)))
+        .map_err(|e| sql_error(label, "cannot set the busy timeout", e))?;
+    set_and_verify(conn, label, "trusted_schema", "OFF", "0")?;
+    set_and_verify(conn, label, "mmap_size", "0", "0")?;
+    set_and_verify(conn, label, "foreign_keys", "ON", "1")?;
+    Ok(())
+}
+
+/// The journal mode (in-memory databases report `memory`) and
+/// `synchronous = FULL`. Applied after the identity check, because switching
+/// to WAL writes the file header.
+pub fn apply_journal_pragmas(
+    conn: &Connection,
+    label: &str,
+    mode: JournalMode,
+    in_memory: bool,
+) -> Result<()> {
+    let got: String = conn
+        .query_row(
+            &format!("PRAGMA journal_mode = {}", mode.as_str()),
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| sql_error(label, "cannot set PRAGMA journal_mode", e))?;
+    let want = if in_memory { "memory" } else { mode.as_str() };
+    if !got.eq_ignore_ascii_case(want) {
+        return Err(Error::io_msg(format!(
+            "{label}: PRAGMA journal_mode = {} did not take effect (reads back {got})",
+            mode.as_str()
+        )));
+    }
+    set_and_verify(conn, label, "synchronous", "FULL", "2")
+}
+
+/// A fresh random UUID v4 (from SQLite's `randomblob`, a CSPRNG).
+pub fn random_uuid(conn: &Connection) -> rusqlite::Result<String> {
+    let mut b: Vec<u8> = conn.query_row("SELECT randomblob(16)", [], |r| r.get(0))?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    ))
+}
+
+type Objects = Vec<(String, String, String, Option<String>)>;
+
+struct Identity {
+    application_id: i64,
+    user_version: i64,
+    objects: Objects,
+}
+
+fn read_identity(conn: &Connection, label: &str) -> Result<Identity> {
+    let int = |name: &str| -> Result<i64> {
+        conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+            .map_err(|e| sql_error(label, &format!("cannot read PRAGMA {name}"), e))
+    };
+    let application_id = int("application_id")?;
+    let user_version = int("user_version")?;
+    let mut stmt = conn
+        .prepare("SELECT type, name, tbl_name, sql FROM sqlite_master")
+        .map_err(|e| sql_error(label, "cannot read the schema", e))?;
+    let objects = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .and_then(|rows| rows.collect::<rusqlite::Result<Objects>>())
+        .map_err(|e| sql_error(label, "cannot read the schema", e))?;
+    Ok(Identity {
+        application_id,
+        user_version,
+        objects,
+    })
+}
+
+fn is_pristine(id: &Identity) -> bool {
+    id.application_id == 0 && id.user_version == 0 && id.objects.is_empty()
+}
+
+/// Checks identity and schema of an opened database, initialising a pristine
+/// one in a single transaction. Returns the `store_id`. Refusals change
+/// nothing.
+pub fn ensure_identity(conn: &mut Connection, label: &str) -> Result<String> {
+    let mut id = read_identity(conn, label)?;
+    if is_pristine(&id) {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sql_error(label, "cannot start the initialisation transaction", e))?;
+        // Re-check under the write lock: another opener may have won.
+        id = read_identity(&tx, label)?;
+        if is_pristine(&id) {
+            let store_id =
+                random_uuid(&tx).map_err(|e| sql_error(label, "cannot generate a store id", e))?;
+            tx.execute_batch(&format!(
+                "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
+            ))
+            .map_err(|e| sql_error(label, "cannot write the database identity", e))?;
+            tx.execute_batch(SCHEMA_SQL)
+                .map_err(|e| sql_error(label, "cannot create the schema", e))?;
+            tx.execute(
+                "INSERT INTO persistence_state (singleton, store_id) VALUES (1, ?1)",
+                [&store_id],
+            )
+            .map_err(|e| sql_error(label, "cannot write the store id", e))?;
+            tx.commit()
+                .map_err(|e| sql_error(label, "cannot commit the initialisation", e))?;
+            return Ok(store_id);
+        }
+        drop(tx);
+    }
+    verify_identity(&id, label)?;
+    let store_id: Option<String> = conn
+        .query_row(
+            "SELECT store_id FROM persistence_state WHERE singleton = 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| sql_error(label, "cannot read the store id", e))?;
+    store_id.ok_or_else(|| {
+        Error::corruption(format!(
+            "{label} has no persistence_state row (store id missing)"
+        ))
+    })
+}
+
+fn verify_identity(id: &Identity, label: &str) -> Result<()> {
+    if id.application_id != APPLICATION_ID {
+        if id.application_id == 0 {
+            return Err(Error::invalid(format!(
+                "{label} is not empty and is not a dsh session database (application_id 0, user_version {}); refusing to use it",
+                id.user_version
+            )));
+        }
+        return Err(Error::invalid(format!(
+            "{label} belongs to another application (application_id {}, expected {APPLICATION_ID}); refusing to use it",
+            id.application_id
+        )));
+    }
+    if id.user_version != SCHEMA_VERSION {
+        let mut m = format!(
+            "{label} has schema version {}, incompatible with this build ({SCHEMA_VERSION})",
+            id.user_version
+        );
+        if id.user_version > SCHEMA_VERSION {
+            m.push_str(": it was written by a newer build \u{2014} upgrade to open it");
+        }
+        return Err(Error::FormatUnsupported(m));
+    }
+    let mut found: Objects = id
+        .objects
+        .iter()
+        .map(|(t, n, tb, sql)| {
+            (
+                t.clone(),
+                n.clone(),
+                tb.clone(),
+                sql.as_deref().map(normalize_sql),
+            )
+        })
+        .collect();
+    found.sort();
+    let expected = expected_objects();
+    if found != expected {
+        let describe = |o: &Objects| {
+            o.iter()
+                .map(|(t, n, _, _)| format!("{t} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let changed: Vec<String> = found
+            .iter()
+            .filter(|o| !expected.contains(o))
+            .map(|(t, n, _, _)| format!("{t} {n}"))
+            .collect();
+        let missing: Vec<String> = expected
+            .iter()
+            .filter(|o| !found.contains(o))
+            .map(|(t, n, _, _)| format!("{t} {n}"))
+            .collect();
+        return Err(Error::corruption(format!(
+            "{label} has an altered schema (unexpected or changed: [{}]; missing or changed: [{}]; found: [{}]); refusing to use it",
+            changed.join(", "),
+            missing.join(", "),
+            describe(&found)
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalisation_ignores_layout_only() {
+        assert_eq!(
+            normalize_sql("CREATE TABLE t (\n  a  INTEGER ,\n b TEXT\n) STRICT"),
+            "CREATE TABLE t(a INTEGER,b TEXT) STRICT"
+        );
+        assert_ne!(
+            normalize_sql("CREATE TABLE t (a INTEGER)"),
+            normalize_sql("CREATE TABLE t (a TEXT)")
+        );
+    }
+
+    #[test]
+    fn journal_mode_parses() {
+        assert_eq!(JournalMode::parse("WAL").unwrap(), JournalMode::Wal);
+        assert_eq!(JournalMode::parse("persist").unwrap(), JournalMode::Persist);
+        assert!(JournalMode::parse("off").is_err());
+    }
+
+    #[test]
+    fn uuid_is_v4() {
+        let c = Connection::open_in_memory().unwrap();
+        let u = random_uuid(&c).unwrap();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"));
+        assert_ne!(u, random_uuid(&c).unwrap());
+    }
+}

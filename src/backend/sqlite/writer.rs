@@ -1,0 +1,266 @@
+//! Writes: appends and repairs, each one `BEGIN IMMEDIATE` transaction
+//! (SPEC §4.3).
+
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+
+use crate::backend::{Expect, Revision, StoredLog, TornTail};
+use crate::codec::chunk_rows::{PackLimits, pack};
+use crate::error::{Error, Result};
+use crate::model::event::Event;
+use crate::model::header::{SESSION_FORMAT_VERSION, SessionHeader};
+use crate::model::json::quote;
+
+use super::reader::{self, SessionRow};
+use super::rows::{self, EncodedRow};
+use super::{schema, sql_error};
+
+fn begin<'c>(conn: &'c mut Connection, label: &str) -> Result<Transaction<'c>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| sql_error(label, "cannot start a write transaction", e))
+}
+
+/// Checks that `events` continue each other from `events[0].seq`.
+fn check_contiguous(id: &str, events: &[Event]) -> Result<()> {
+    let first = events[0].seq;
+    for (i, e) in events.iter().enumerate() {
+        if e.seq != first + i as u64 {
+            return Err(Error::invalid(format!(
+                "append to session {} is not contiguous: event {i} has seq {}, expected {}",
+                quote(id),
+                e.seq,
+                first + i as u64
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn insert_rows(tx: &Transaction<'_>, label: &str, id: &str, events: &[Event]) -> Result<()> {
+    let mut stmt = tx
+        .prepare_cached(
+            "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .map_err(|e| sql_error(label, "cannot prepare the event insert", e))?;
+    for record in pack(events, &PackLimits::SQLITE) {
+        let row: EncodedRow = rows::encode_record(&record).map_err(|why| {
+            Error::invalid(format!(
+                "cannot store an event of session {}: {why}",
+                quote(id)
+            ))
+        })?;
+        stmt.execute(params![
+            id,
+            row.seq,
+            row.event_type,
+            row.time,
+            row.data,
+            row.source_event_seqs,
+            row.surface_op,
+            row.ignorable
+        ])
+        .map_err(|e| {
+            sql_error(
+                label,
+                &format!(
+                    "cannot insert the row at seq {} of session {}",
+                    row.seq,
+                    quote(id)
+                ),
+                e,
+            )
+        })?;
+    }
+    Ok(())
+}
+
+fn bump_revision(tx: &Transaction<'_>, label: &str, id: &str) -> Result<(String, i64)> {
+    tx.query_row(
+        "UPDATE sessions SET revision = revision + 1 WHERE id = ?1 RETURNING incarnation, revision",
+        [id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .map_err(|e| {
+        sql_error(
+            label,
+            &format!("cannot bump the revision of session {}", quote(id)),
+            e,
+        )
+    })
+}
+
+fn insert_session(tx: &Transaction<'_>, label: &str, header: &SessionHeader) -> Result<()> {
+    let incarnation = schema::random_uuid(tx)
+        .map_err(|e| sql_error(label, "cannot generate an incarnation id", e))?;
+    let h = header;
+    tx.execute(
+        "INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, \
+         delegation_depth, agent_preset, incarnation, revision) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0)",
+        params![
+            h.id,
+            SESSION_FORMAT_VERSION,
+            h.created_at as i64,
+            h.cwd,
+            h.parent_session,
+            h.seed_length.map(|v| v as i64),
+            h.origin,
+            h.delegation_depth.map(|v| v as i64),
+            h.agent_preset,
+            incarnation
+        ],
+    )
+    .map_err(|e| sql_error(label, &format!("cannot insert session {}", quote(&h.id)), e))?;
+    Ok(())
+}
+
+/// Appends `events` to the session of `header` (SPEC §4.3): under the write
+/// lock, the stored tail is checked against `events[0].seq` before any
+/// change, the session row is inserted on the first append, the rows are
+/// inserted and the revision bumped, all in one transaction. Returns the new
+/// (incarnation, revision).
+pub fn append(
+    conn: &mut Connection,
+    label: &str,
+    header: &SessionHeader,
+    events: &[Event],
+    expect: Expect<'_>,
+) -> Result<(String, i64)> {
+    let id = header.id.as_str();
+    if events.is_empty() {
+        // Nothing to write; a session is materialized only by events.
+        return match reader::session_row(conn, label, id)? {
+            Some(row) => Ok((row.incarnation, row.revision)),
+            None => Err(Error::invalid(format!(
+                "the first append to session {} must carry at least one event",
+                quote(id)
+            ))),
+        };
+    }
+    check_contiguous(id, events)?;
+    let tx = begin(conn, label)?;
+    let existing: Option<SessionRow> = reader::session_row(&tx, label, id)?;
+    if let Some(row) = &existing {
+        if row.version != SESSION_FORMAT_VERSION {
+            return Err(crate::model::header::version_refusal(
+                id,
+                &row.version.to_string(),
+                None,
+            ));
+        }
+    }
+    let stored_next = match &existing {
+        None => 0,
+        Some(_) => reader::last_logical_seq(&tx, label, id)?.map_or(0, |s| s + 1),
+    };
+    match (&expect, &existing) {
+        (Expect::New, Some(_)) => {
+            return Err(Error::conflict(format!(
+                "session {} already exists in this store",
+                quote(id)
+            )));
+        }
+        (Expect::At(_), None) => {
+            return Err(Error::conflict(format!(
+                "session {} is no longer stored; another writer removed it",
+                quote(id)
+            )));
+        }
+        _ => {}
+    }
+    if events[0].seq != stored_next {
+        return Err(Error::conflict(format!(
+            "stale append to session {}: the stored log continues at seq {stored_next}, but this batch starts at seq {} (another writer appended)",
+            quote(id),
+            events[0].seq
+        )));
+    }
+    if existing.is_none() {
+        insert_session(&tx, label, header)?;
+    }
+    insert_rows(&tx, label, id, events)?;
+    let rev = bump_revision(&tx, label, id)?;
+    tx.commit().map_err(|e| {
+        sql_error(
+            label,
+            &format!("cannot commit the append to session {}", quote(id)),
+            e,
+        )
+    })?;
+    Ok(rev)
+}
+
+/// Commits the repair of `log` (SPEC §4.3): under the write lock, checks
+/// that the session is still at `log.revision`, deletes the torn rows
+/// (`seq >= from_seq`), appends `closers`, bumps the revision.
+pub fn commit_repair(
+    conn: &mut Connection,
+    label: &str,
+    id: &str,
+    log: &StoredLog,
+    closers: &[Event],
+    token: &dyn Fn(&str, i64) -> Revision,
+) -> Result<(String, i64)> {
+    let from_seq = match &log.torn {
+        None => None,
+        Some(TornTail::Sqlite { from_seq }) => Some(*from_seq),
+        Some(other) => {
+            return Err(Error::invariant(format!(
+                "SQLite repair of session {} got a torn tail of another backend: {other:?}",
+                quote(id)
+            )));
+        }
+    };
+    if let Some(first) = closers.first() {
+        check_contiguous(id, closers)?;
+        if first.seq != log.events.len() as u64 {
+            return Err(Error::invalid(format!(
+                "closers of session {} start at seq {}, but the intact log ends before seq {}",
+                quote(id),
+                first.seq,
+                log.events.len()
+            )));
+        }
+    }
+    let tx = begin(conn, label)?;
+    let Some(current) = reader::session_row(&tx, label, id)? else {
+        return Err(Error::conflict(format!(
+            "session {} is no longer stored; cannot repair it",
+            quote(id)
+        )));
+    };
+    if token(&current.incarnation, current.revision) != log.revision {
+        return Err(Error::conflict(format!(
+            "session {} changed since it was read (revision {} is now {}); read it again before repairing",
+            quote(id),
+            log.revision,
+            token(&current.incarnation, current.revision)
+        )));
+    }
+    if from_seq.is_none() && closers.is_empty() {
+        return Ok((current.incarnation, current.revision));
+    }
+    if let Some(from) = from_seq {
+        tx.execute(
+            "DELETE FROM events WHERE session_id = ?1 AND (seq >= ?2 OR seq < 0)",
+            params![id, from as i64],
+        )
+        .map_err(|e| {
+            sql_error(
+                label,
+                &format!("cannot cut the torn tail of session {}", quote(id)),
+                e,
+            )
+        })?;
+    }
+    insert_rows(&tx, label, id, closers)?;
+    let rev = bump_revision(&tx, label, id)?;
+    tx.commit().map_err(|e| {
+        sql_error(
+            label,
+            &format!("cannot commit the repair of session {}", quote(id)),
+            e,
+        )
+    })?;
+    Ok(rev)
+}

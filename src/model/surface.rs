@@ -1,0 +1,639 @@
+//! Surface metadata (SPEC §1.5): which events produce model-visible
+//! messages, the `surfaceOp` / `sourceEventSeqs` rules, and the fold of the
+//! surface into the transcript ([`derive_messages`]).
+//!
+//! [`SurfaceState`] is incremental: a live session feeds it every appended
+//! event, and stored-log validation folds a whole log through it. Non-surface
+//! events (98% of a big log is `assistant/chunk`) cost two `Option` checks.
+
+use super::event::Event;
+use super::fields::{self, json_equal};
+use super::json::{self, JsonText, Kind, Scanner};
+use super::vocabulary::is_surface_type;
+
+/// A parsed `surfaceOp`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SurfaceOp {
+    /// `"append"`: the event's message is added at the end of the surface.
+    Append,
+    /// `{"op":"replace","start":S,"end":E}`: the current surface nodes from
+    /// `start` to `end` (inclusive) are replaced by the event.
+    Replace { start: u64, end: u64 },
+}
+
+impl SurfaceOp {
+    /// Parses the raw `surfaceOp` JSON text: `"append"` or exactly
+    /// `{op:"replace", start, end}` with non-negative (safe) integer seqs.
+    pub fn parse(text: &str) -> Result<SurfaceOp, String> {
+        let bad = || {
+            format!(
+                "surfaceOp must be \"append\" or {{\"op\":\"replace\",\"start\":S,\"end\":E}} with non-negative integer seqs, got {}",
+                text.trim()
+            )
+        };
+        match json::kind_of(text) {
+            Some(Kind::String) => {
+                if fields::str_is(Some(text), "append") {
+                    Ok(SurfaceOp::Append)
+                } else {
+                    Err(bad())
+                }
+            }
+            Some(Kind::Object) => {
+                let f = json::object_fields(text).map_err(|_| bad())?;
+                if f.len() != 3 {
+                    return Err(bad());
+                }
+                let (mut op, mut start, mut end) = (false, None, None);
+                for (k, v) in &f {
+                    if k.eq_str("op") {
+                        op = fields::str_is(Some(v), "replace");
+                    } else if k.eq_str("start") {
+                        start = json::as_safe_uint(v);
+                    } else if k.eq_str("end") {
+                        end = json::as_safe_uint(v);
+                    }
+                }
+                match (op, start, end) {
+                    (true, Some(start), Some(end)) => Ok(SurfaceOp::Replace { start, end }),
+                    _ => Err(bad()),
+                }
+            }
+            _ => Err(bad()),
+        }
+    }
+
+    /// The JSON text of this op (`"append"` or the replace object).
+    pub fn to_json(&self) -> String {
+        match self {
+            SurfaceOp::Append => "\"append\"".to_string(),
+            SurfaceOp::Replace { start, end } => {
+                format!("{{\"op\":\"replace\",\"start\":{start},\"end\":{end}}}")
+            }
+        }
+    }
+}
+
+/// Parses a raw `sourceEventSeqs` text: an array of distinct non-negative
+/// safe integers, each smaller than `own_seq`.
+pub fn parse_source_event_seqs(text: &str, own_seq: u64) -> Result<Vec<u64>, String> {
+    let shape = || {
+        format!(
+            "sourceEventSeqs must be an array of distinct non-negative integers, got {}",
+            text.trim()
+        )
+    };
+    let mut out: Vec<u64> = Vec::new();
+    let mut s = Scanner::new(text);
+    let mut bad = false;
+    s.array(|s| {
+        let v = s.value()?;
+        match json::as_safe_uint(v) {
+            Some(n) => out.push(n),
+            None => bad = true,
+        }
+        Ok(())
+    })
+    .and_then(|_| s.expect_end())
+    .map_err(|_| shape())?;
+    if bad {
+        return Err(shape());
+    }
+    let mut sorted = out.clone();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|w| w[0] == w[1]) {
+        return Err(format!(
+            "sourceEventSeqs must not repeat a seq, got {}",
+            text.trim()
+        ));
+    }
+    if let Some(&bad) = out.iter().find(|&&n| n >= own_seq) {
+        return Err(format!(
+            "sourceEventSeqs entry {bad} is not before the event's own seq {own_seq}"
+        ));
+    }
+    Ok(out)
+}
+
+/// What kind of surface event a node came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NodeKind {
+    User,
+    Assistant,
+    ToolResult,
+}
+
+impl NodeKind {
+    fn of(type_name: &str) -> Option<NodeKind> {
+        match type_name {
+            "user/message" => Some(NodeKind::User),
+            "assistant/message" => Some(NodeKind::Assistant),
+            "tool/result" => Some(NodeKind::ToolResult),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Node {
+    seq: u64,
+    kind: NodeKind,
+    data: JsonText,
+}
+
+/// The current surface: the seqs that derive model-visible messages, in
+/// transcript order, with their events' data.
+#[derive(Clone, Debug, Default)]
+pub struct SurfaceState {
+    nodes: Vec<Node>,
+}
+
+impl SurfaceState {
+    pub fn new() -> Self {
+        SurfaceState::default()
+    }
+
+    /// The seqs currently on the surface, in transcript order.
+    pub fn seqs(&self) -> impl Iterator<Item = u64> + '_ {
+        self.nodes.iter().map(|n| n.seq)
+    }
+
+    /// Checks `event` against every surface rule (SPEC §1.5) and, when it
+    /// passes, applies it. On error the state is unchanged; the message is
+    /// the bare rule text (callers add context such as the event index).
+    pub fn apply(&mut self, event: &Event) -> Result<(), String> {
+        let name = event.type_str();
+        let kind = NodeKind::of(name);
+        let Some(kind) = kind else {
+            if event.surface_op.is_some() || event.source_event_seqs.is_some() {
+                return Err(format!(
+                    "session event {} is not surface-eligible and must not carry a surfaceOp marker or sourceEventSeqs",
+                    json::quote(name)
+                ));
+            }
+            return Ok(());
+        };
+        debug_assert!(is_surface_type(name));
+        let Some(op_text) = &event.surface_op else {
+            return Err(format!(
+                "session event {} is surface-eligible and requires a surfaceOp marker",
+                json::quote(name)
+            ));
+        };
+        let ctx = |m: String| {
+            format!(
+                "session event {} at seq {}: {m}",
+                json::quote(name),
+                event.seq
+            )
+        };
+        let op = SurfaceOp::parse(op_text.as_str()).map_err(ctx)?;
+        let sources = match &event.source_event_seqs {
+            Some(t) => {
+                let v = parse_source_event_seqs(t.as_str(), event.seq).map_err(ctx)?;
+                if v.is_empty() && kind != NodeKind::Assistant {
+                    return Err(ctx(
+                        "sourceEventSeqs must not be empty (only assistant/message may carry an empty list)".into(),
+                    ));
+                }
+                Some(v)
+            }
+            None => None,
+        };
+        let node = Node {
+            seq: event.seq,
+            kind,
+            data: event.data.clone(),
+        };
+        match op {
+            SurfaceOp::Append => {
+                self.nodes.push(node);
+                Ok(())
+            }
+            SurfaceOp::Replace { start, end } => {
+                let pos = |s: u64| self.nodes.iter().rposition(|n| n.seq == s);
+                let (Some(a), Some(b)) = (pos(start), pos(end)) else {
+                    let missing = if pos(start).is_none() { start } else { end };
+                    return Err(ctx(format!(
+                        "surfaceOp replace {start}..{end}: seq {missing} is not a current surface node"
+                    )));
+                };
+                if a > b {
+                    return Err(ctx(format!(
+                        "surfaceOp replace {start}..{end}: start comes after end on the surface"
+                    )));
+                }
+                let sources = sources.unwrap_or_default();
+                if let Some(missing) = self.nodes[a..=b]
+                    .iter()
+                    .map(|n| n.seq)
+                    .find(|s| !sources.contains(s))
+                {
+                    return Err(ctx(format!(
+                        "surfaceOp replace {start}..{end}: sourceEventSeqs must include every replaced node (missing {missing})"
+                    )));
+                }
+                if kind == NodeKind::ToolResult {
+                    let old = &self.nodes[a];
+                    if a != b || old.kind != NodeKind::ToolResult {
+                        return Err(ctx(format!(
+                            "surfaceOp replace {start}..{end}: a tool/result replacement must replace exactly one current tool/result"
+                        )));
+                    }
+                    if !same_result_except_content(old.data.as_str(), event.data.as_str()) {
+                        return Err(ctx(format!(
+                            "surfaceOp replace {start}..{end}: a tool/result replacement may change only the result content of the tool/result at seq {}",
+                            old.seq
+                        )));
+                    }
+                }
+                self.nodes.splice(a..=b, std::iter::once(node));
+                Ok(())
+            }
+        }
+    }
+
+    /// The model-visible transcript of the current surface (see
+    /// [`derive_messages`]).
+    pub fn messages(&self) -> Vec<JsonText> {
+        self.nodes.iter().filter_map(node_message).collect()
+    }
+}
+
+/// The message a surface node derives: user/message → its data;
+/// assistant/message → `data.message` unless its `content` is empty;
+/// tool/result → `data.message`.
+fn node_message(n: &Node) -> Option<JsonText> {
+    match n.kind {
+        NodeKind::User => Some(n.data.clone()),
+        NodeKind::Assistant => {
+            let m = fields::field(n.data.as_str(), "message")?;
+            let content = fields::field(m, "content");
+            if content.is_some_and(fields::is_empty_array) {
+                None
+            } else {
+                Some(JsonText::from_trusted(m))
+            }
+        }
+        NodeKind::ToolResult => {
+            fields::field(n.data.as_str(), "message").map(JsonText::from_trusted)
+        }
+    }
+}
+
+/// Whether two tool/result data texts carry the same message except for the
+/// `content` of its tool-result block. Only the message is compared: the
+/// replacement may be written later, by another step, with other envelope
+/// fields (e.g. `meta`), and rejecting those would refuse logs the original
+/// accepts; what must not change is the result's identity (id, role,
+/// source, call id, error flag).
+fn same_result_except_content(old: &str, new: &str) -> bool {
+    let (Some(om), Some(nm)) = (fields::field(old, "message"), fields::field(new, "message"))
+    else {
+        return false;
+    };
+    let (Ok(of), Ok(nf)) = (json::object_fields(om), json::object_fields(nm)) else {
+        return false;
+    };
+    if of.len() != nf.len() {
+        return false;
+    }
+    for (k, ov) in &of {
+        let key = k.decode();
+        let Some((_, nv)) = nf.iter().find(|(nk, _)| nk.eq_str(&key)) else {
+            return false;
+        };
+        if key == "content" {
+            if !same_blocks_except_content(ov, nv) {
+                return false;
+            }
+        } else if !json_equal(ov, nv) {
+            return false;
+        }
+    }
+    true
+}
+
+fn same_blocks_except_content(old: &str, new: &str) -> bool {
+    let (Ok(ob), Ok(nb)) = (json::array_items(old), json::array_items(new)) else {
+        return false;
+    };
+    ob.len() == nb.len()
+        && ob.iter().zip(&nb).all(|(o, n)| {
+            let (Ok(of), Ok(nf)) = (json::object_fields(o), json::object_fields(n)) else {
+                return false;
+            };
+            let rest = |f: &Vec<(json::JsonStr<'_>, &str)>| -> Vec<(String, String)> {
+                f.iter()
+                    .filter(|(k, _)| !k.eq_str("content"))
+                    .map(|(k, v)| (k.decode().into_owned(), v.to_string()))
+                    .collect()
+            };
+            let (ro, rn) = (rest(&of), rest(&nf));
+            ro.len() == rn.len()
+                && ro.iter().all(|(k, v)| {
+                    rn.iter()
+                        .find(|(nk, _)| nk == k)
+                        .is_some_and(|(_, nv)| json_equal(v, nv))
+                })
+        })
+}
+
+/// The model-visible transcript of a log (SPEC §1.5): the surface folded
+/// over `events`, each node giving its message (user/message → its data;
+/// assistant/message → `data.message` unless `content` is empty;
+/// tool/result → `data.message`).
+///
+/// `events` are expected to have passed validation; an event that breaks a
+/// surface rule is left out of the fold rather than failing it.
+pub fn derive_messages(events: &[Event]) -> Vec<JsonText> {
+    let mut st = SurfaceState::new();
+    for e in events {
+        if e.surface_op.is_some() || e.source_event_seqs.is_some() {
+            let _ = st.apply(e);
+        }
+    }
+    st.messages()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(line: &str) -> Event {
+        Event::parse(line).unwrap()
+    }
+
+    fn user(seq: u64, id: &str, extra: &str) -> Event {
+        ev(&format!(
+            r#"{{"type":"user/message","seq":{seq},"time":0,"data":{{"id":"{id}","role":"user","source":{{"kind":"user"}},"content":[]}}{extra}}}"#
+        ))
+    }
+
+    fn result(seq: u64, text: &str, extra: &str) -> Event {
+        ev(&format!(
+            r#"{{"type":"tool/result","seq":{seq},"time":0,"data":{{"turn":1,"step":1,"message":{{"id":"r","role":"user","source":{{"kind":"tool","callId":"c"}},"content":[{{"type":"tool-result","toolCallId":"c","isError":false,"content":[{{"type":"text","text":"{text}"}}]}}]}}}}{extra}}}"#
+        ))
+    }
+
+    #[test]
+    fn surface_op_parsing() {
+        assert_eq!(SurfaceOp::parse("\"append\""), Ok(SurfaceOp::Append));
+        assert_eq!(
+            SurfaceOp::parse(r#"{"op":"replace","start":2,"end":5}"#),
+            Ok(SurfaceOp::Replace { start: 2, end: 5 })
+        );
+        for bad in [
+            "\"prepend\"",
+            "1",
+            r#"{"op":"replace","start":2}"#,
+            r#"{"op":"replace","start":2,"end":5,"x":1}"#,
+            r#"{"op":"merge","start":2,"end":5}"#,
+            r#"{"op":"replace","start":-1,"end":5}"#,
+            r#"{"op":"replace","start":1.5,"end":5}"#,
+        ] {
+            let e = SurfaceOp::parse(bad).unwrap_err();
+            assert!(e.starts_with("surfaceOp must be \"append\""), "{bad}: {e}");
+        }
+        assert_eq!(
+            SurfaceOp::Replace { start: 1, end: 2 }.to_json(),
+            r#"{"op":"replace","start":1,"end":2}"#
+        );
+    }
+
+    #[test]
+    fn source_seqs_rules() {
+        assert_eq!(parse_source_event_seqs("[3,1]", 4), Ok(vec![3, 1]));
+        assert_eq!(parse_source_event_seqs("[]", 0), Ok(vec![]));
+        assert!(
+            parse_source_event_seqs("[1,1]", 4)
+                .unwrap_err()
+                .contains("must not repeat")
+        );
+        assert!(
+            parse_source_event_seqs("[4]", 4)
+                .unwrap_err()
+                .contains("entry 4 is not before")
+        );
+        assert!(
+            parse_source_event_seqs("[-1]", 4)
+                .unwrap_err()
+                .contains("distinct non-negative")
+        );
+        assert!(
+            parse_source_event_seqs("[\"1\"]", 4)
+                .unwrap_err()
+                .contains("distinct non-negative")
+        );
+        assert!(
+            parse_source_event_seqs("{}", 4)
+                .unwrap_err()
+                .contains("distinct non-negative")
+        );
+    }
+
+    #[test]
+    fn surface_op_required_on_surface_types() {
+        let mut st = SurfaceState::new();
+        let e = user(0, "u", "");
+        assert_eq!(
+            st.apply(&e).unwrap_err(),
+            "session event \"user/message\" is surface-eligible and requires a surfaceOp marker"
+        );
+        assert_eq!(st.seqs().count(), 0);
+    }
+
+    #[test]
+    fn surface_fields_forbidden_elsewhere() {
+        let mut st = SurfaceState::new();
+        for extra in [r#","surfaceOp":"append""#, r#","sourceEventSeqs":[0]"#] {
+            let e = ev(&format!(
+                r#"{{"type":"tool/call","seq":1,"time":0,"data":{{}}{extra}}}"#
+            ));
+            assert_eq!(
+                st.apply(&e).unwrap_err(),
+                "session event \"tool/call\" is not surface-eligible and must not carry a surfaceOp marker or sourceEventSeqs"
+            );
+        }
+        let chunk = ev(r#"{"type":"assistant/chunk","seq":1,"time":0,"data":{}}"#);
+        assert!(st.apply(&chunk).is_ok());
+    }
+
+    #[test]
+    fn empty_sources_only_on_assistant() {
+        let mut st = SurfaceState::new();
+        let e = user(1, "u", r#","surfaceOp":"append","sourceEventSeqs":[]"#);
+        assert!(st.apply(&e).unwrap_err().contains("must not be empty"));
+        let a = ev(
+            r#"{"type":"assistant/message","seq":1,"time":0,"data":{"message":{"content":[]}},"sourceEventSeqs":[],"surfaceOp":"append"}"#,
+        );
+        assert!(st.apply(&a).is_ok());
+        assert!(
+            st.messages().is_empty(),
+            "empty assistant content derives nothing"
+        );
+        assert_eq!(st.seqs().collect::<Vec<_>>(), vec![1]);
+    }
+
+    #[test]
+    fn bad_sources_and_ops_are_reported_with_seq() {
+        let mut st = SurfaceState::new();
+        let e = user(2, "u", r#","surfaceOp":"append","sourceEventSeqs":[2]"#);
+        assert_eq!(
+            st.apply(&e).unwrap_err(),
+            "session event \"user/message\" at seq 2: sourceEventSeqs entry 2 is not before the event's own seq 2"
+        );
+        let e = user(2, "u", r#","surfaceOp":"sideways""#);
+        assert!(
+            st.apply(&e).unwrap_err().starts_with(
+                "session event \"user/message\" at seq 2: surfaceOp must be \"append\""
+            )
+        );
+    }
+
+    #[test]
+    fn replace_semantics() {
+        let mut st = SurfaceState::new();
+        for s in [0, 1, 2] {
+            st.apply(&user(s, &format!("u{s}"), r#","surfaceOp":"append""#))
+                .unwrap();
+        }
+        // start not on the surface
+        let e = user(
+            3,
+            "s",
+            r#","surfaceOp":{"op":"replace","start":7,"end":1},"sourceEventSeqs":[0,1]"#,
+        );
+        assert!(
+            st.apply(&e)
+                .unwrap_err()
+                .contains("seq 7 is not a current surface node")
+        );
+        // start after end
+        let e = user(
+            3,
+            "s",
+            r#","surfaceOp":{"op":"replace","start":1,"end":0},"sourceEventSeqs":[0,1]"#,
+        );
+        assert!(st.apply(&e).unwrap_err().contains("start comes after end"));
+        // missing coverage
+        let e = user(
+            3,
+            "s",
+            r#","surfaceOp":{"op":"replace","start":0,"end":1},"sourceEventSeqs":[0]"#,
+        );
+        assert!(st.apply(&e).unwrap_err().contains("(missing 1)"));
+        let e = user(3, "s", r#","surfaceOp":{"op":"replace","start":0,"end":1}"#);
+        assert!(st.apply(&e).unwrap_err().contains("(missing 0)"));
+        // a good one: [0,1,2] -> [3,2]
+        let e = user(
+            3,
+            "s",
+            r#","surfaceOp":{"op":"replace","start":0,"end":1},"sourceEventSeqs":[1,0]"#,
+        );
+        st.apply(&e).unwrap();
+        assert_eq!(st.seqs().collect::<Vec<_>>(), vec![3, 2]);
+        // replaced nodes are gone
+        let e = user(
+            4,
+            "t",
+            r#","surfaceOp":{"op":"replace","start":0,"end":0},"sourceEventSeqs":[0]"#,
+        );
+        assert!(
+            st.apply(&e)
+                .unwrap_err()
+                .contains("seq 0 is not a current surface node")
+        );
+        // position order, not seq order: replace 3..2 is fine
+        let e = user(
+            4,
+            "t",
+            r#","surfaceOp":{"op":"replace","start":3,"end":2},"sourceEventSeqs":[2,3]"#,
+        );
+        st.apply(&e).unwrap();
+        assert_eq!(st.seqs().collect::<Vec<_>>(), vec![4]);
+    }
+
+    #[test]
+    fn tool_result_replace_rules() {
+        let mut st = SurfaceState::new();
+        st.apply(&user(0, "u", r#","surfaceOp":"append""#)).unwrap();
+        st.apply(&result(1, "out", r#","surfaceOp":"append""#))
+            .unwrap();
+        // must replace a tool/result
+        let e = result(
+            2,
+            "x",
+            r#","surfaceOp":{"op":"replace","start":0,"end":0},"sourceEventSeqs":[0]"#,
+        );
+        assert!(
+            st.apply(&e)
+                .unwrap_err()
+                .contains("must replace exactly one current tool/result")
+        );
+        // exactly one
+        let e = result(
+            2,
+            "x",
+            r#","surfaceOp":{"op":"replace","start":0,"end":1},"sourceEventSeqs":[0,1]"#,
+        );
+        assert!(
+            st.apply(&e)
+                .unwrap_err()
+                .contains("must replace exactly one current tool/result")
+        );
+        // only content may change
+        let e = ev(
+            r#"{"type":"tool/result","seq":2,"time":0,"data":{"turn":1,"step":1,"message":{"id":"other","role":"user","source":{"kind":"tool","callId":"c"},"content":[{"type":"tool-result","toolCallId":"c","isError":false,"content":[]}]}},"surfaceOp":{"op":"replace","start":1,"end":1},"sourceEventSeqs":[1]}"#,
+        );
+        assert!(
+            st.apply(&e)
+                .unwrap_err()
+                .contains("may change only the result content")
+        );
+        let e = ev(
+            r#"{"type":"tool/result","seq":2,"time":0,"data":{"turn":1,"step":1,"message":{"id":"r","role":"user","source":{"kind":"tool","callId":"c"},"content":[{"type":"tool-result","toolCallId":"c","isError":true,"content":[]}]}},"surfaceOp":{"op":"replace","start":1,"end":1},"sourceEventSeqs":[1]}"#,
+        );
+        assert!(
+            st.apply(&e)
+                .unwrap_err()
+                .contains("may change only the result content")
+        );
+        // content change with reordered keys is fine
+        let e = ev(
+            r#"{"type":"tool/result","seq":2,"time":0,"data":{"turn":2,"step":1,"message":{"role":"user","id":"r","source":{"callId":"c","kind":"tool"},"content":[{"type":"tool-result","isError":false,"toolCallId":"c","content":[{"type":"text","text":"pruned"}]}]}},"surfaceOp":{"op":"replace","start":1,"end":1},"sourceEventSeqs":[1]}"#,
+        );
+        st.apply(&e).unwrap();
+        assert_eq!(st.seqs().collect::<Vec<_>>(), vec![0, 2]);
+        let msgs = st.messages();
+        assert_eq!(msgs.len(), 2);
+        assert!(msgs[1].as_str().contains("pruned"));
+    }
+
+    #[test]
+    fn derive_messages_follows_the_surface() {
+        let events = vec![
+            ev(r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#),
+            user(1, "u1", r#","surfaceOp":"append""#),
+            ev(
+                r#"{"type":"assistant/message","seq":2,"time":0,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"text","text":"hi"}],"source":{"kind":"model"}}},"surfaceOp":"append"}"#,
+            ),
+            ev(
+                r#"{"type":"assistant/message","seq":3,"time":0,"data":{"turn":1,"step":1,"message":{"id":"e","role":"assistant","content":[],"source":{"kind":"model"}}},"sourceEventSeqs":[],"surfaceOp":"append"}"#,
+            ),
+            result(4, "out", r#","surfaceOp":"append""#),
+            user(
+                5,
+                "sum",
+                r#","surfaceOp":{"op":"replace","start":1,"end":2},"sourceEventSeqs":[1,2]"#,
+            ),
+        ];
+        let msgs: Vec<String> = derive_messages(&events)
+            .iter()
+            .map(|m| m.as_str().to_string())
+            .collect();
+        assert_eq!(msgs.len(), 2);
+        assert!(msgs[0].contains("\"id\":\"sum\""));
+        assert!(msgs[1].starts_with("{\"id\":\"r\""));
+    }
+}

@@ -1,0 +1,656 @@
+//! Validation of a stored log when it is read (SPEC §1.8), and of host data
+//! before it is appended (§1.3).
+//!
+//! Two levels, as in the original:
+//! - [`check_read`]: what every read applies, `read_from` included: refusal
+//!   of unsupported legacy records, refusal of unknown required types
+//!   (*format unsupported*), and the per-message shape checks. Failures are
+//!   plain corruption errors.
+//! - [`validate_session`]: what turning a stored log into a session applies
+//!   (load, inspect, prepare): all of the above, then the surface rules
+//!   (§1.5), the `request/header` shape check, and the strict turn/step
+//!   trace (§1.6) when asked. Failures are wrapped like the original's
+//!   `SessionPersistenceCorruptionError` (`stored session "<id>" failed
+//!   validation: Error: <cause>`); format refusals stay *format unsupported*.
+//!
+//! Events are expected to have been converted from older shapes first
+//! ([`super::legacy::convert_legacy`]). Chunk events cost one string
+//! comparison here.
+
+use super::event::Event;
+use super::fields;
+use super::invariants::TurnTrace;
+use super::json::{self, JsonText, Kind};
+use super::surface::SurfaceState;
+use super::vocabulary::Vocabulary;
+use crate::error::{Error, Result};
+
+const CHUNK: &str = "assistant/chunk";
+
+/// The checks every read applies (SPEC §1.8, "read_from"): for each event in
+/// order, the refusal of unsupported legacy records (corruption), the
+/// refusal of unknown non-ignorable types ([`Vocabulary::refusal`], format
+/// unsupported), and the per-message shape checks (corruption).
+///
+/// `raw_log` is the artifact path for backends that keep one file per
+/// session (appended to the unknown-type message).
+pub fn check_read(
+    session_id: &str,
+    raw_log: Option<&str>,
+    vocab: &Vocabulary,
+    events: &[Event],
+) -> Result<()> {
+    for e in events {
+        check_read_event(session_id, raw_log, vocab, e)?;
+    }
+    Ok(())
+}
+
+/// [`check_read`] for one event.
+pub fn check_read_event(
+    session_id: &str,
+    raw_log: Option<&str>,
+    vocab: &Vocabulary,
+    e: &Event,
+) -> Result<()> {
+    let name = e.type_str();
+    if name == CHUNK {
+        return Ok(());
+    }
+    if let Some(m) = legacy_refusal(session_id, e) {
+        return Err(Error::corruption(m));
+    }
+    if !e.ignorable && !vocab.knows(name) {
+        return Err(Vocabulary::refusal(session_id, name, e.seq, raw_log));
+    }
+    check_message_shape(e).map_err(Error::corruption)
+}
+
+/// The message of a removed legacy record this build refuses to read:
+/// `request/header-delta`, `mode/set`, and `request/header` with
+/// `reason: "fallback"`.
+pub fn legacy_refusal(session_id: &str, e: &Event) -> Option<String> {
+    let name = e.type_str();
+    let what = match name {
+        "request/header-delta" | "mode/set" => format!("{name} event"),
+        "request/header"
+            if fields::str_is(fields::field(e.data.as_str(), "reason"), "fallback") =>
+        {
+            "request/header event with reason \"fallback\"".to_string()
+        }
+        _ => return None,
+    };
+    Some(format!(
+        "session {} contains unsupported legacy {what} at seq {}",
+        json::quote(session_id),
+        e.seq
+    ))
+}
+
+/// The per-message shape checks of SPEC §1.8 for surface-type events (other
+/// types pass). The message (`data` for user/message, `data.message`
+/// otherwise) needs a non-empty string `id`, `role` `assistant` for
+/// assistant/message else `user`, a `source` object with a non-empty string
+/// `kind`, and an array `content`; assistant/message needs a model source
+/// with non-empty `provider` and `model`; tool/result a tool source with a
+/// non-empty `callId` and exactly one `tool-result` block for that call.
+pub fn check_message_shape(e: &Event) -> Result<(), String> {
+    let name = e.type_str();
+    let (message, role) = match name {
+        "user/message" => (Some(e.data.as_str()), "user"),
+        "assistant/message" => (fields::field(e.data.as_str(), "message"), "assistant"),
+        "tool/result" => (fields::field(e.data.as_str(), "message"), "user"),
+        _ => return Ok(()),
+    };
+    let at = |m: &str| format!("session event at seq {} message {m}", e.seq);
+    let Some(message) = message.filter(|m| json::kind_of(m) == Some(Kind::Object)) else {
+        return Err(at("must be an object"));
+    };
+    let [id, role_v, source, content] =
+        fields::pick(message, ["id", "role", "source", "content"]).unwrap_or_default();
+    if !fields::is_nonempty_str(id) {
+        return Err(at("must have a non-empty string id"));
+    }
+    if !fields::str_is(role_v, role) {
+        return Err(at(&format!("must have role {}", json::quote(role))));
+    }
+    let source = source.filter(|s| json::kind_of(s) == Some(Kind::Object));
+    let kind = source.and_then(|s| fields::field(s, "kind"));
+    if source.is_none() || !fields::is_nonempty_str(kind) {
+        return Err(at("must have a source object with a non-empty string kind"));
+    }
+    let source = source.unwrap_or_default();
+    if !fields::is_kind(content, Kind::Array) {
+        return Err(at("must have array content"));
+    }
+    match name {
+        "assistant/message" => {
+            let [provider, model] = fields::pick(source, ["provider", "model"]).unwrap_or_default();
+            if !fields::str_is(kind, "model")
+                || !fields::is_nonempty_str(provider)
+                || !fields::is_nonempty_str(model)
+            {
+                return Err(at("must have model source"));
+            }
+        }
+        "tool/result" => {
+            let call_id = fields::field(source, "callId");
+            if !fields::str_is(kind, "tool") || !fields::is_nonempty_str(call_id) {
+                return Err(at("must have tool source with a non-empty callId"));
+            }
+            let blocks = json::array_items(content.unwrap_or("[]")).unwrap_or_default();
+            let ok = match blocks.as_slice() {
+                [block] => {
+                    let [ty, tcid, inner] =
+                        fields::pick(block, ["type", "toolCallId", "content"]).unwrap_or_default();
+                    fields::str_is(ty, "tool-result")
+                        && fields::is_kind(inner, Kind::Array)
+                        && match (tcid.and_then(json::as_str), call_id.and_then(json::as_str)) {
+                            (Some(a), Some(b)) => a.raw() == b.raw() || a.decode() == b.decode(),
+                            _ => false,
+                        }
+                }
+                _ => false,
+            };
+            if !ok {
+                return Err(at(
+                    "content must be exactly one tool-result block whose toolCallId equals source.callId and whose content is an array",
+                ));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The `request/header` shape check (SPEC §1.8) for the event at `index`:
+/// `data.header.config` has non-empty string `provider` and `model`;
+/// `reasoningEffort`, when present, is a non-empty string; `adapterDefaults`,
+/// when present, is an object whose only keys are `reasoningEffort` and
+/// `maxTokens`, each `true`, each only when the config has that field.
+pub fn check_request_header(index: usize, e: &Event) -> Result<(), String> {
+    let config = fields::field(e.data.as_str(), "header")
+        .and_then(|h| fields::field(h, "config"))
+        .filter(|c| json::kind_of(c) == Some(Kind::Object));
+    let [provider, model, effort, max_tokens, defaults] = config
+        .and_then(|c| {
+            fields::pick(
+                c,
+                [
+                    "provider",
+                    "model",
+                    "reasoningEffort",
+                    "maxTokens",
+                    "adapterDefaults",
+                ],
+            )
+        })
+        .unwrap_or_default();
+    if !fields::is_nonempty_str(provider) || !fields::is_nonempty_str(model) {
+        return Err(format!(
+            "seed request/header at index {index} lacks provider/model"
+        ));
+    }
+    if effort.is_some() && !fields::is_nonempty_str(effort) {
+        return Err(format!(
+            "seed request/header at index {index} has a reasoningEffort that is not a non-empty string"
+        ));
+    }
+    if let Some(d) = defaults {
+        let bad = || {
+            format!(
+                "seed request/header at index {index} has invalid adapterDefaults: only reasoningEffort and maxTokens, each true and each only when the config sets it"
+            )
+        };
+        let f = json::object_fields(d).map_err(|_| bad())?;
+        for (k, v) in &f {
+            let present = if k.eq_str("reasoningEffort") {
+                effort.is_some()
+            } else if k.eq_str("maxTokens") {
+                max_tokens.is_some()
+            } else {
+                false
+            };
+            if !present || !json::is_true(v) {
+                return Err(bad());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Everything that turning a stored log into a session checks (load,
+/// inspect, prepare; SPEC §1.8): [`check_read`] over the whole log, then per
+/// event the surface rules (`invalid seed event at index N: …`), the
+/// `request/header` shape, and — when `strict` — the turn/step trace.
+///
+/// Failures other than format refusals are wrapped with
+/// [`Error::failed_validation`].
+pub fn validate_session(
+    session_id: &str,
+    raw_log: Option<&str>,
+    vocab: &Vocabulary,
+    strict: bool,
+    events: &[Event],
+) -> Result<()> {
+    let wrap = |e: Error| match e {
+        Error::Corruption {
+            message,
+            cause: None,
+        } => Error::failed_validation(session_id, message),
+        other => other,
+    };
+    check_read(session_id, raw_log, vocab, events).map_err(wrap)?;
+    let fail = |m: String| Error::failed_validation(session_id, m);
+    let mut surface = SurfaceState::new();
+    let mut trace = strict.then(TurnTrace::new);
+    for (i, e) in events.iter().enumerate() {
+        if e.type_str() != CHUNK || e.surface_op.is_some() || e.source_event_seqs.is_some() {
+            surface
+                .apply(e)
+                .map_err(|m| fail(format!("invalid seed event at index {i}: {m}")))?;
+            if e.type_str() == "request/header" {
+                check_request_header(i, e).map_err(fail)?;
+            }
+        }
+        if let Some(t) = trace.as_mut() {
+            t.check(e)
+                .map_err(|m| fail(format!("invalid seed event at index {i}: {m}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// Canonicalizes host-supplied `data` text for an event of `event_type`
+/// (SPEC §1.3): the exact text the original's `JSON.stringify` writes, or an
+/// invalid-argument error naming the type and containing `losslessly
+/// JSON-serializable`. Also rejects a numeric `turn`/`step` that is an
+/// integer beyond ±(2^53−1).
+pub fn check_lossless(event_type: &str, data_text: &str) -> Result<JsonText> {
+    let fail = |why: String| {
+        Error::invalid(format!(
+            "event {} data is not losslessly JSON-serializable: {why}",
+            json::quote(event_type)
+        ))
+    };
+    let text = json::canonicalize(data_text).map_err(|e| fail(e.to_string()))?;
+    if text.starts_with('{') {
+        let [turn, step] = fields::pick(&text, ["turn", "step"]).unwrap_or_default();
+        for (key, v) in [("turn", turn), ("step", step)] {
+            if let Some(v) = v.filter(|v| json::kind_of(v) == Some(Kind::Number)) {
+                let integral = json::as_f64(v).is_some_and(|f| f.fract() == 0.0);
+                if integral && json::as_safe_int(v).is_none() {
+                    return Err(fail(format!(
+                        "{key} {v} is beyond the safe integer range (\u{b1}(2^53\u{2212}1)) and would be rounded"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(JsonText::from_trusted(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    fn ev(line: &str) -> Event {
+        Event::parse(line).unwrap()
+    }
+
+    fn vocab() -> Vocabulary {
+        Vocabulary::default()
+    }
+
+    const USER: &str = r#"{"type":"user/message","seq":0,"time":0,"data":{"content":[],"source":{"kind":"user"},"role":"user","id":"u"},"surfaceOp":"append"}"#;
+
+    fn assistant(seq: u64, message: &str) -> Event {
+        ev(&format!(
+            r#"{{"type":"assistant/message","seq":{seq},"time":0,"data":{{"turn":1,"step":1,"message":{message}}},"surfaceOp":"append"}}"#
+        ))
+    }
+
+    fn tool_result(seq: u64, message: &str) -> Event {
+        ev(&format!(
+            r#"{{"type":"tool/result","seq":{seq},"time":0,"data":{{"turn":1,"step":1,"message":{message}}},"surfaceOp":"append"}}"#
+        ))
+    }
+
+    const MODEL_SRC: &str = r#"{"kind":"model","provider":"p","model":"m"}"#;
+
+    #[test]
+    fn shape_checks() {
+        assert!(check_message_shape(&ev(USER)).is_ok());
+        let ok_a = format!(r#"{{"id":"a","role":"assistant","content":[],"source":{MODEL_SRC}}}"#);
+        assert!(check_message_shape(&assistant(1, &ok_a)).is_ok());
+        let cases: Vec<(Event, &str)> = vec![
+            (
+                assistant(1, "1"),
+                "session event at seq 1 message must be an object",
+            ),
+            (
+                ev(r#"{"type":"assistant/message","seq":1,"time":0,"data":{}}"#),
+                "message must be an object",
+            ),
+            (
+                assistant(
+                    1,
+                    &format!(r#"{{"id":"","role":"assistant","content":[],"source":{MODEL_SRC}}}"#),
+                ),
+                "session event at seq 1 message must have a non-empty string id",
+            ),
+            (
+                assistant(
+                    1,
+                    &format!(r#"{{"id":"a","role":"user","content":[],"source":{MODEL_SRC}}}"#),
+                ),
+                "message must have role \"assistant\"",
+            ),
+            (
+                assistant(
+                    1,
+                    r#"{"id":"a","role":"assistant","content":[],"source":{"kind":""}}"#,
+                ),
+                "message must have a source object with a non-empty string kind",
+            ),
+            (
+                assistant(1, r#"{"id":"a","role":"assistant","content":[]}"#),
+                "message must have a source object",
+            ),
+            (
+                assistant(
+                    1,
+                    &format!(
+                        r#"{{"id":"a","role":"assistant","content":{{}},"source":{MODEL_SRC}}}"#
+                    ),
+                ),
+                "message must have array content",
+            ),
+            (
+                assistant(
+                    1,
+                    r#"{"id":"x","role":"assistant","content":[],"source":{"kind":"user"}}"#,
+                ),
+                "session event at seq 1 message must have model source",
+            ),
+            (
+                assistant(
+                    1,
+                    r#"{"id":"x","role":"assistant","content":[],"source":{"kind":"model","provider":"p"}}"#,
+                ),
+                "session event at seq 1 message must have model source",
+            ),
+            (
+                ev(
+                    r#"{"type":"user/message","seq":0,"time":0,"data":{"content":[],"source":{"kind":"user"},"role":"assistant","id":"u"},"surfaceOp":"append"}"#,
+                ),
+                "message must have role \"user\"",
+            ),
+            (
+                tool_result(
+                    2,
+                    r#"{"id":"r","role":"user","content":[],"source":{"kind":"user","callId":"c"}}"#,
+                ),
+                "session event at seq 2 message must have tool source with a non-empty callId",
+            ),
+            (
+                tool_result(
+                    2,
+                    r#"{"id":"r","role":"user","content":[],"source":{"kind":"tool"}}"#,
+                ),
+                "must have tool source with a non-empty callId",
+            ),
+            (
+                tool_result(
+                    2,
+                    r#"{"id":"r","role":"user","content":[],"source":{"kind":"tool","callId":"c"}}"#,
+                ),
+                "content must be exactly one tool-result block",
+            ),
+            (
+                tool_result(
+                    2,
+                    r#"{"id":"r","role":"user","content":[{"type":"tool-result","toolCallId":"d","content":[]}],"source":{"kind":"tool","callId":"c"}}"#,
+                ),
+                "content must be exactly one tool-result block",
+            ),
+            (
+                tool_result(
+                    2,
+                    r#"{"id":"r","role":"user","content":[{"type":"tool-result","toolCallId":"c","content":"x"}],"source":{"kind":"tool","callId":"c"}}"#,
+                ),
+                "content must be exactly one tool-result block",
+            ),
+            (
+                tool_result(
+                    2,
+                    r#"{"id":"r","role":"user","content":[{"type":"text","toolCallId":"c","content":[]}],"source":{"kind":"tool","callId":"c"}}"#,
+                ),
+                "content must be exactly one tool-result block",
+            ),
+        ];
+        for (e, want) in cases {
+            let err = check_message_shape(&e).unwrap_err();
+            assert!(err.contains(want), "want {want:?} in {err:?}");
+        }
+        let ok_r = tool_result(
+            2,
+            r#"{"id":"r","role":"user","content":[{"type":"tool-result","toolCallId":"c","content":[]}],"source":{"kind":"tool","callId":"c"}}"#,
+        );
+        assert!(check_message_shape(&ok_r).is_ok());
+    }
+
+    #[test]
+    fn read_checks_refuse_legacy_and_unknown() {
+        let delta = ev(r#"{"type":"request/header-delta","seq":14,"time":0,"data":{"delta":{}}}"#);
+        let err = check_read("legacy-header-delta", None, &vocab(), &[delta]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corruption);
+        assert_eq!(
+            err.to_string(),
+            "session \"legacy-header-delta\" contains unsupported legacy request/header-delta event at seq 14"
+        );
+        let mode = ev(r#"{"type":"mode/set","seq":3,"time":0,"data":{},"ignorable":true}"#);
+        assert_eq!(
+            check_read("s", None, &vocab(), &[mode])
+                .unwrap_err()
+                .to_string(),
+            "session \"s\" contains unsupported legacy mode/set event at seq 3"
+        );
+        let fb = ev(
+            r#"{"type":"request/header","seq":4,"time":0,"data":{"header":{},"reason":"fallback"}}"#,
+        );
+        assert_eq!(
+            check_read("s", None, &vocab(), &[fb])
+                .unwrap_err()
+                .to_string(),
+            "session \"s\" contains unsupported legacy request/header event with reason \"fallback\" at seq 4"
+        );
+        let unknown = ev(r#"{"type":"future/required-thing","seq":14,"time":0,"data":{}}"#);
+        let err = check_read(
+            "unknown-required",
+            Some("/r/x"),
+            &vocab(),
+            std::slice::from_ref(&unknown),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::FormatUnsupported);
+        assert!(err.to_string().ends_with("(raw log: /r/x)"));
+        // the same error from validate_session is not wrapped
+        let err = validate_session(
+            "unknown-required",
+            None,
+            &vocab(),
+            false,
+            std::slice::from_ref(&unknown),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::FormatUnsupported);
+        // ignorable or registered: kept
+        let ign = ev(r#"{"type":"future/x","seq":0,"time":0,"data":1,"ignorable":true}"#);
+        assert!(check_read("s", None, &vocab(), &[ign]).is_ok());
+        let v = Vocabulary::with_extra(["future/required-thing".to_string()]);
+        assert!(check_read("s", None, &v, &[unknown]).is_ok());
+    }
+
+    #[test]
+    fn read_check_applies_shapes_unwrapped_and_session_check_wraps() {
+        let bad = assistant(
+            15,
+            r#"{"role":"assistant","content":[],"source":{"kind":"user"},"id":"x"}"#,
+        );
+        let err = check_read(
+            "bad-assistant-source",
+            None,
+            &vocab(),
+            std::slice::from_ref(&bad),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corruption);
+        assert_eq!(
+            err.to_string(),
+            "session event at seq 15 message must have model source"
+        );
+        assert_eq!(err.cause(), None);
+        let err =
+            validate_session("bad-assistant-source", None, &vocab(), false, &[bad]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "stored session \"bad-assistant-source\" failed validation: Error: session event at seq 15 message must have model source"
+        );
+        assert_eq!(
+            err.cause(),
+            Some("session event at seq 15 message must have model source")
+        );
+    }
+
+    #[test]
+    fn surface_rules_only_in_session_validation() {
+        let e = ev(
+            r#"{"type":"user/message","seq":0,"time":0,"data":{"content":[],"source":{"kind":"user"},"role":"user","id":"u"}}"#,
+        );
+        assert!(check_read("invalid-surface", None, &vocab(), std::slice::from_ref(&e)).is_ok());
+        let err = validate_session("invalid-surface", None, &vocab(), false, &[e]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "stored session \"invalid-surface\" failed validation: Error: invalid seed event at index 0: session event \"user/message\" is surface-eligible and requires a surfaceOp marker"
+        );
+        // chunks carrying surface fields are caught too
+        let c = ev(r#"{"type":"assistant/chunk","seq":0,"time":0,"data":{},"surfaceOp":"append"}"#);
+        assert!(validate_session("s", None, &vocab(), false, &[c]).is_err());
+    }
+
+    fn header(seq: u64, config: &str) -> Event {
+        ev(&format!(
+            r#"{{"type":"request/header","seq":{seq},"time":0,"data":{{"header":{{"config":{config}}},"reason":"change"}}}}"#
+        ))
+    }
+
+    #[test]
+    fn request_header_checks() {
+        let ok = header(
+            0,
+            r#"{"provider":"p","model":"m","reasoningEffort":"high","maxTokens":5,"adapterDefaults":{"reasoningEffort":true,"maxTokens":true}}"#,
+        );
+        assert!(check_request_header(0, &ok).is_ok());
+        let cases = [
+            (
+                r#"{"provider":"x"}"#,
+                "seed request/header at index 3 lacks provider/model",
+            ),
+            (r#"{"provider":"","model":"m"}"#, "lacks provider/model"),
+            (
+                r#"{"provider":"p","model":"m","reasoningEffort":""}"#,
+                "reasoningEffort that is not a non-empty string",
+            ),
+            (
+                r#"{"provider":"p","model":"m","reasoningEffort":1}"#,
+                "reasoningEffort that is not a non-empty string",
+            ),
+            (
+                r#"{"provider":"p","model":"m","adapterDefaults":{"maxTokens":true}}"#,
+                "invalid adapterDefaults",
+            ),
+            (
+                r#"{"provider":"p","model":"m","maxTokens":3,"adapterDefaults":{"maxTokens":false}}"#,
+                "invalid adapterDefaults",
+            ),
+            (
+                r#"{"provider":"p","model":"m","maxTokens":3,"adapterDefaults":{"other":true}}"#,
+                "invalid adapterDefaults",
+            ),
+            (
+                r#"{"provider":"p","model":"m","adapterDefaults":[]}"#,
+                "invalid adapterDefaults",
+            ),
+        ];
+        for (config, want) in cases {
+            let err = check_request_header(3, &header(3, config)).unwrap_err();
+            assert!(err.contains(want), "{config}: {err}");
+        }
+        let no_header = ev(r#"{"type":"request/header","seq":0,"time":0,"data":{}}"#);
+        assert!(check_request_header(0, &no_header).is_err());
+        // read_from does not run it; session validation does, wrapped
+        let bad = header(0, r#"{"provider":"x"}"#);
+        let events = [
+            ev(r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#),
+            {
+                let mut b = bad.clone();
+                b.seq = 1;
+                b
+            },
+        ];
+        assert!(check_read("h", None, &vocab(), &events).is_ok());
+        assert_eq!(
+            validate_session("h", None, &vocab(), false, &events)
+                .unwrap_err()
+                .to_string(),
+            "stored session \"h\" failed validation: Error: seed request/header at index 1 lacks provider/model"
+        );
+    }
+
+    #[test]
+    fn strict_trace_runs_only_when_asked() {
+        let events = [ev(
+            r#"{"type":"turn/end","seq":0,"time":0,"data":{"turn":1}}"#,
+        )];
+        assert!(validate_session("s", None, &vocab(), false, &events).is_ok());
+        let err = validate_session("s", None, &vocab(), true, &events).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corruption);
+        assert!(err.to_string().contains(
+            "invalid seed event at index 0: \"turn/end\" at seq 0 ends a turn but no turn is open"
+        ));
+    }
+
+    #[test]
+    fn lossless_host_data() {
+        assert_eq!(
+            check_lossless("x", r#"{ "a" : 1.0 }"#).unwrap().as_str(),
+            r#"{"a":1}"#
+        );
+        let err = check_lossless("tool/result", r#"{"a":-0}"#).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        let m = err.to_string();
+        assert!(
+            m.contains("\"tool/result\"") && m.contains("losslessly JSON-serializable"),
+            "{m}"
+        );
+        let m = check_lossless("step/start", r#"{"turn":1,"step":9007199254740993}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            m.contains("losslessly JSON-serializable") && m.contains("step 9007199254740993"),
+            "{m}"
+        );
+        assert!(check_lossless("turn/start", r#"{"turn":9007199254740992}"#).is_err());
+        // inside free-form data big integers stay verbatim
+        assert_eq!(
+            check_lossless("x", r#"{"meta":12345678901234567890}"#)
+                .unwrap()
+                .as_str(),
+            r#"{"meta":12345678901234567890}"#
+        );
+        assert!(check_lossless("x", r#"{"turn":null,"step":1.5}"#).is_ok());
+        assert!(check_lossless("x", "[1]").is_ok());
+    }
+}

@@ -1,0 +1,717 @@
+//! The store: one opened backend plus the coordinator around it (SPEC §6).
+//!
+//! - Operations on one session id are serialized; different ids run
+//!   concurrently.
+//! - Cold sessions are read, converted (§1.9), validated (§1.8) and closed
+//!   (§5). `inspect` keeps the closers in memory; `load` and `prepare` commit
+//!   the repair. Up to `preparedSessionCacheSize` cold inspections are kept
+//!   and reused only while their revision is current.
+//! - Live sessions are registered by id; an id that is stored, live,
+//!   created or reserved cannot be created again.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+
+use super::cache::{Inspection, InspectionCache};
+use super::config::StoreConfig;
+use super::id_locks::IdLocks;
+use super::live::{LiveInner, LiveSession};
+use super::view::SessionView;
+use super::write_behind::Scheduler;
+use crate::backend::{Backend, Expect, Location, RawArtifact, Revision};
+use crate::error::{Error, Result};
+use crate::model::event::Event;
+use crate::model::header::{SessionHeader, now_ms};
+use crate::model::invariants::TurnTrace;
+use crate::model::json::{self, quote};
+use crate::model::legacy::convert_legacy;
+use crate::model::repair::closers;
+use crate::model::seed;
+use crate::model::surface::SurfaceState;
+use crate::model::validate::{check_lossless, check_read, validate_session};
+use crate::model::vocabulary::Vocabulary;
+
+/// Milliseconds since the epoch, as event `time` is assigned.
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+#[derive(Default)]
+struct Registry {
+    live: HashMap<String, Weak<LiveInner>>,
+    /// `create`d, not yet materialized.
+    created: HashMap<String, SessionHeader>,
+    /// Prepared (resume), not yet published or released.
+    reserved: HashSet<String>,
+}
+
+/// What the store keeps to append to a cold session without re-reading it.
+#[derive(Clone)]
+struct Tail {
+    revision: Revision,
+    next_seq: u64,
+    header: SessionHeader,
+    surface: SurfaceState,
+    trace: TurnTrace,
+}
+
+pub(crate) struct Shared {
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) config: StoreConfig,
+    pub(crate) vocab: Vocabulary,
+    pub(crate) clock: Clock,
+    pub(crate) scheduler: Arc<Scheduler>,
+    ids: IdLocks,
+    registry: Mutex<Registry>,
+    cache: Mutex<InspectionCache>,
+    tails: Mutex<HashMap<String, Tail>>,
+    closed: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::Closed("the store is closed".into()))
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn unregister_live(&self, id: &str, inner: &LiveInner) {
+        let mut reg = self.registry.lock();
+        if reg
+            .live
+            .get(id)
+            .is_some_and(|w| std::ptr::eq(w.as_ptr(), inner as *const LiveInner))
+        {
+            reg.live.remove(id);
+        }
+    }
+
+    fn live(&self, id: &str) -> Option<Arc<LiveInner>> {
+        self.registry.lock().live.get(id).and_then(Weak::upgrade)
+    }
+}
+
+/// An opened store. `Send + Sync`, cheap to clone; any thread may call any
+/// operation.
+#[derive(Clone)]
+pub struct Store {
+    shared: Arc<Shared>,
+}
+
+/// A session prepared for resume (SPEC §6 `prepare`): its repair is
+/// committed and its id reserved. Publish it with [`Store::publish`]; drop
+/// it to release the reservation.
+pub struct PreparedSession {
+    shared: Arc<Shared>,
+    header: SessionHeader,
+    events: Vec<Event>,
+    revision: Revision,
+    published: bool,
+}
+
+impl PreparedSession {
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// The balanced log the live session will start from.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+}
+
+impl Drop for PreparedSession {
+    fn drop(&mut self) {
+        if !self.published {
+            self.shared.registry.lock().reserved.remove(&self.header.id);
+        }
+    }
+}
+
+fn not_found(id: &str) -> Error {
+    Error::not_found(format!("session {} not found", quote(id)))
+}
+
+fn already_exists(id: &str) -> Error {
+    Error::conflict_code(
+        "SESSION_ALREADY_EXISTS",
+        format!("session {} already exists", quote(id)),
+    )
+}
+
+impl Store {
+    /// Opens a store from its configuration (SPEC §11).
+    pub fn open(config: StoreConfig) -> Result<Store> {
+        let backend = super::open_backend(&config.backend)?;
+        Ok(Store::with_backend(backend, config, None))
+    }
+
+    /// Opens a store from configuration JSON.
+    pub fn open_json(config_json: &str) -> Result<Store> {
+        Store::open(StoreConfig::parse(config_json)?)
+    }
+
+    /// A store over any backend (tests, fault injection, embedding), with an
+    /// optional clock for event times.
+    pub fn with_backend(
+        backend: Arc<dyn Backend>,
+        config: StoreConfig,
+        clock: Option<Clock>,
+    ) -> Store {
+        let vocab = Vocabulary::with_extra(config.extra_event_types.iter().cloned());
+        let cache = InspectionCache::new(config.prepared_session_cache_size);
+        Store {
+            shared: Arc::new(Shared {
+                backend,
+                vocab,
+                clock: clock.unwrap_or_else(|| Arc::new(now_ms)),
+                scheduler: Scheduler::start(),
+                ids: IdLocks::default(),
+                registry: Mutex::default(),
+                cache: Mutex::new(cache),
+                tails: Mutex::default(),
+                closed: AtomicBool::new(false),
+                config,
+            }),
+        }
+    }
+
+    pub fn config(&self) -> &StoreConfig {
+        &self.shared.config
+    }
+
+    /// The backend (read-only uses such as the CLI's verify).
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.shared.backend
+    }
+
+    /// JSONL: `true` (`read_raw` works); SQLite: `false`.
+    pub fn supports_raw_artifacts(&self) -> bool {
+        self.shared.backend.kind() == crate::backend::BackendKind::Jsonl
+    }
+
+    /// Where the session of `header` lives (no I/O).
+    pub fn locate(&self, header: &SessionHeader) -> Result<Option<Location>> {
+        self.shared.check_open()?;
+        self.shared.backend.locate(header)
+    }
+
+    /// Fails with a conflict when `id` is stored, live, created or reserved.
+    fn ensure_free(&self, id: &str) -> Result<()> {
+        {
+            let reg = self.shared.registry.lock();
+            if reg.live.get(id).is_some_and(|w| w.strong_count() > 0)
+                || reg.created.contains_key(id)
+                || reg.reserved.contains(id)
+            {
+                return Err(already_exists(id));
+            }
+        }
+        if self.shared.backend.revision(id)?.is_some() {
+            return Err(already_exists(id));
+        }
+        Ok(())
+    }
+
+    /// Registers a new session (nothing is written until its first append).
+    pub fn create(&self, header: SessionHeader) -> Result<()> {
+        self.shared.check_open()?;
+        let _g = self.shared.ids.lock(&header.id);
+        self.ensure_free(&header.id)?;
+        self.shared
+            .registry
+            .lock()
+            .created
+            .insert(header.id.clone(), header);
+        Ok(())
+    }
+
+    /// Parses `events_json` (an array of whole events, keeping each one's
+    /// key order; `data` canonicalized) and appends it durably.
+    pub fn append_json(&self, id: &str, events_json: &str) -> Result<()> {
+        let items = json::array_items(events_json)
+            .map_err(|e| Error::invalid(format!("events must be a JSON array of events: {e}")))?;
+        let mut events = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let mut e = Event::parse(item)
+                .map_err(|m| Error::invalid(format!("event at index {i}: {m}")))?;
+            e.data = check_lossless(e.type_str(), e.data.as_str())?;
+            if let Some(op) = &e.surface_op {
+                e.surface_op =
+                    Some(json::JsonText::canonical(op.as_str()).map_err(|m| {
+                        Error::invalid(format!("event at index {i} surfaceOp: {m}"))
+                    })?);
+            }
+            if let Some(s) = &e.source_event_seqs {
+                e.source_event_seqs = Some(json::JsonText::canonical(s.as_str()).map_err(|m| {
+                    Error::invalid(format!("event at index {i} sourceEventSeqs: {m}"))
+                })?);
+            }
+            events.push(e);
+        }
+        self.append(id, events)
+    }
+
+    /// Appends whole events durably (SPEC §6 `append`): the first seq must be
+    /// the stored next seq, the batch contiguous, types known (or
+    /// ignorable), surface rules kept. Nothing is written on failure.
+    pub fn append(&self, id: &str, events: Vec<Event>) -> Result<()> {
+        self.shared.check_open()?;
+        let _g = self.shared.ids.lock(id);
+        if self.shared.live(id).is_some() {
+            return Err(Error::conflict(format!(
+                "session {} is live in this process; append through its live session",
+                quote(id)
+            )));
+        }
+        let created = self.shared.registry.lock().created.get(id).cloned();
+        let mut tail = match created {
+            Some(header) => Tail {
+                revision: Revision(String::new()),
+                next_seq: 0,
+                header,
+                surface: SurfaceState::new(),
+                trace: TurnTrace::new(),
+            },
+            None => self.tail(id)?,
+        };
+        if events.is_empty() {
+            return Ok(());
+        }
+        let strict = self.shared.config.strict;
+        for (i, e) in events.iter().enumerate() {
+            let want = tail.next_seq + i as u64;
+            if e.seq != want {
+                return Err(Error::invalid(if i == 0 {
+                    format!(
+                        "append to session {} must start at seq {want} (the stored next seq), got {}",
+                        quote(id),
+                        e.seq
+                    )
+                } else {
+                    format!(
+                        "append to session {}: seq gap at batch index {i} (expected {want}, got {})",
+                        quote(id),
+                        e.seq
+                    )
+                }));
+            }
+            let name = e.type_str();
+            if crate::codec::chunk_rows::is_row_tag(name) {
+                return Err(Error::invalid(format!(
+                    "event type {} at seq {} is reserved by the storage format",
+                    quote(name),
+                    e.seq
+                )));
+            }
+            if !e.ignorable && !self.shared.vocab.knows(name) {
+                return Err(Error::invalid(format!(
+                    "event type {} at seq {} is unknown to this harness; mark it ignorable or register it with extraEventTypes",
+                    quote(name),
+                    e.seq
+                )));
+            }
+            tail.surface.apply(e).map_err(|m| {
+                Error::invalid(format!("cannot append to session {}: {m}", quote(id)))
+            })?;
+            if strict {
+                tail.trace.check(e).map_err(|m| {
+                    Error::invalid(format!("cannot append to session {}: {m}", quote(id)))
+                })?;
+            }
+        }
+        let expect = if tail.next_seq == 0 && tail.revision.0.is_empty() {
+            Expect::New
+        } else {
+            Expect::At(&tail.revision)
+        };
+        let revision = self.shared.backend.append(&tail.header, &events, expect)?;
+        tail.revision = revision;
+        tail.next_seq += events.len() as u64;
+        self.shared.registry.lock().created.remove(id);
+        self.shared.tails.lock().insert(id.to_string(), tail);
+        Ok(())
+    }
+
+    /// The append state of a stored session, reusing the last one while the
+    /// revision is current.
+    fn tail(&self, id: &str) -> Result<Tail> {
+        let current = self
+            .shared
+            .backend
+            .revision(id)?
+            .ok_or_else(|| not_found(id))?;
+        if let Some(t) = self.shared.tails.lock().get(id) {
+            if t.revision == current {
+                return Ok(t.clone());
+            }
+        }
+        let insp = self.inspection(id)?;
+        if insp.stored.torn.is_some() {
+            return Err(Error::conflict(format!(
+                "session {} has a torn tail; load it first to repair it before appending",
+                quote(id)
+            )));
+        }
+        let mut surface = SurfaceState::new();
+        let mut trace = TurnTrace::new();
+        for e in &insp.stored.events {
+            let _ = surface.apply(e);
+            let _ = trace.check(e);
+        }
+        Ok(Tail {
+            revision: insp.stored.revision.clone(),
+            next_seq: insp.stored.events.len() as u64,
+            header: insp.stored.header.clone(),
+            surface,
+            trace,
+        })
+    }
+
+    /// Reads, converts, validates and closes a cold session, or reuses the
+    /// retained inspection while its revision is current.
+    fn inspection(&self, id: &str) -> Result<Arc<Inspection>> {
+        let current = self
+            .shared
+            .backend
+            .revision(id)?
+            .ok_or_else(|| not_found(id))?;
+        if let Some(hit) = self.shared.cache.lock().get(id, &current) {
+            return Ok(hit);
+        }
+        let insp = Arc::new(self.read_inspection(id)?);
+        self.shared.cache.lock().put(id, insp.clone());
+        Ok(insp)
+    }
+
+    fn read_inspection(&self, id: &str) -> Result<Inspection> {
+        let mut stored = self.shared.backend.read(id)?.ok_or_else(|| not_found(id))?;
+        convert_legacy(id, &mut stored.events)?;
+        validate_session(
+            id,
+            stored.raw_log.as_deref(),
+            &self.shared.vocab,
+            self.shared.config.strict,
+            &stored.events,
+        )?;
+        let closers = closers(&stored.events);
+        Ok(Inspection { stored, closers })
+    }
+
+    /// An inspection owned by the caller (taken out of the cache when it is
+    /// current, so a load does not copy a large log).
+    fn take_inspection(&self, id: &str) -> Result<Inspection> {
+        let current = self
+            .shared
+            .backend
+            .revision(id)?
+            .ok_or_else(|| not_found(id))?;
+        if let Some(hit) = self.shared.cache.lock().take(id, &current) {
+            return Ok(Arc::try_unwrap(hit).unwrap_or_else(|a| (*a).clone()));
+        }
+        self.read_inspection(id)
+    }
+
+    /// Commits the repair of an inspection (torn tail and closers) and
+    /// returns the balanced log with its new revision.
+    fn commit(&self, id: &str, insp: Inspection) -> Result<(SessionHeader, Vec<Event>, Revision)> {
+        let Inspection { stored, closers } = insp;
+        let revision = if stored.torn.is_some() || !closers.is_empty() {
+            self.shared.cache.lock().remove(id);
+            self.shared.tails.lock().remove(id);
+            self.shared.backend.commit_repair(id, &stored, &closers)?
+        } else {
+            stored.revision.clone()
+        };
+        let mut events = stored.events;
+        events.extend(closers);
+        Ok((stored.header, events, revision))
+    }
+
+    /// SPEC §6 `load`: cold — commit the repair and return the balanced
+    /// log; live — flush, then return the snapshot when no turn is open.
+    pub fn load(&self, id: &str) -> Result<SessionView> {
+        self.shared.check_open()?;
+        if let Some(live) = self.shared.live(id) {
+            live.flush()?;
+            let events = live.snapshot();
+            if super::view::has_open_turn(&events) {
+                return Err(Error::conflict(format!(
+                    "session {} is live in this process with an open turn; an open live turn is never closed synthetically — close the turn or the session first",
+                    quote(id)
+                )));
+            }
+            return Ok(SessionView {
+                header: live.header().clone(),
+                events,
+            });
+        }
+        let _g = self.shared.ids.lock(id);
+        let insp = self.take_inspection(id)?;
+        let (header, events, _) = self.commit(id, insp)?;
+        Ok(SessionView { header, events })
+    }
+
+    /// SPEC §6 `inspect`: an immutable balanced view; nothing is written.
+    pub fn inspect(&self, id: &str) -> Result<SessionView> {
+        self.shared.check_open()?;
+        if let Some(live) = self.shared.live(id) {
+            return Ok(SessionView {
+                header: live.header().clone(),
+                events: live.snapshot(),
+            });
+        }
+        let _g = self.shared.ids.lock(id);
+        let insp = self.inspection(id)?;
+        let mut events = Vec::with_capacity(insp.stored.events.len() + insp.closers.len());
+        events.extend(insp.stored.events.iter().cloned());
+        events.extend(insp.closers.iter().cloned());
+        Ok(SessionView {
+            header: insp.stored.header.clone(),
+            events,
+        })
+    }
+
+    /// SPEC §6 `read_from`: stored events with `seq >= from`, no repair, no
+    /// closers. A live session is flushed first.
+    pub fn read_from(&self, id: &str, from: i64) -> Result<SessionView> {
+        self.shared.check_open()?;
+        if from < 0 {
+            return Err(Error::invalid(format!(
+                "read_from start must be a non-negative integer, got {from}"
+            )));
+        }
+        if let Some(live) = self.shared.live(id) {
+            live.flush()?;
+        }
+        let from = from as u64;
+        let scanned = self
+            .shared
+            .backend
+            .read_from(id, from)?
+            .ok_or_else(|| not_found(id))?;
+        let mut events = scanned.events;
+        convert_legacy(id, &mut events)?;
+        check_read(id, scanned.raw_log.as_deref(), &self.shared.vocab, &events)?;
+        events.retain(|e| e.seq >= from);
+        Ok(SessionView {
+            header: scanned.header,
+            events,
+        })
+    }
+
+    /// The decoded artifact (JSONL); `None` when not stored.
+    pub fn read_raw(&self, id: &str) -> Result<Option<RawArtifact>> {
+        self.shared.check_open()?;
+        self.shared.backend.read_raw(id)
+    }
+
+    /// Headers of the materialized sessions.
+    pub fn list(&self) -> Result<Vec<SessionHeader>> {
+        self.shared.check_open()?;
+        self.shared.backend.list()
+    }
+
+    /// Headers plus revision tokens, without reading logs.
+    pub fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {
+        self.shared.check_open()?;
+        self.shared.backend.list_snapshots()
+    }
+
+    /// SPEC §6 `prepare`: commit the pending repair, reserve the id, and
+    /// return the exact session resume will publish.
+    pub fn prepare(&self, id: &str) -> Result<PreparedSession> {
+        self.shared.check_open()?;
+        let _g = self.shared.ids.lock(id);
+        {
+            let reg = self.shared.registry.lock();
+            if reg.live.get(id).is_some_and(|w| w.strong_count() > 0) {
+                return Err(Error::conflict(format!(
+                    "session {} is already live in this process",
+                    quote(id)
+                )));
+            }
+            if reg.reserved.contains(id) {
+                return Err(Error::conflict(format!(
+                    "session {} is already prepared for resume",
+                    quote(id)
+                )));
+            }
+        }
+        let insp = self.take_inspection(id)?;
+        let (header, events, revision) = self.commit(id, insp)?;
+        self.shared.registry.lock().reserved.insert(id.to_string());
+        Ok(PreparedSession {
+            shared: self.shared.clone(),
+            header,
+            events,
+            revision,
+            published: false,
+        })
+    }
+
+    /// Publishes a prepared session as live: appends the
+    /// `session/end-seed` marker unless the log already ends with one.
+    pub fn publish(&self, mut prepared: PreparedSession) -> Result<LiveSession> {
+        self.shared.check_open()?;
+        let id = prepared.header.id.clone();
+        let _g = self.shared.ids.lock(&id);
+        let events = std::mem::take(&mut prepared.events);
+        let marker = seed::needs_end_seed_marker(&events);
+        let live = LiveSession::start(
+            self.shared.clone(),
+            prepared.header.clone(),
+            events,
+            Some(prepared.revision.clone()),
+            Vec::new(),
+        );
+        {
+            let mut reg = self.shared.registry.lock();
+            reg.reserved.remove(&id);
+            reg.live.insert(id, Arc::downgrade(live.inner()));
+        }
+        prepared.published = true;
+        if marker {
+            live.append_data(
+                "session/end-seed",
+                json::JsonText::from_trusted("{}"),
+                &Default::default(),
+            )?;
+        }
+        Ok(live)
+    }
+
+    /// Resume = prepare + publish.
+    pub fn resume(&self, id: &str) -> Result<LiveSession> {
+        let p = self.prepare(id)?;
+        self.publish(p)
+    }
+
+    /// Starts a new live session (nothing is written until its first batch).
+    pub fn start(&self, header: SessionHeader) -> Result<LiveSession> {
+        self.start_with_seed(header, Vec::new())
+    }
+
+    /// Starts a live session from seed events (e.g. a subagent's inherited
+    /// history): the seed is persisted with the first batch, followed by one
+    /// `session/end-seed` marker unless the seed ends with one (SPEC §1.7).
+    pub fn start_with_seed(
+        &self,
+        header: SessionHeader,
+        seed_events: Vec<Event>,
+    ) -> Result<LiveSession> {
+        self.shared.check_open()?;
+        let id = header.id.clone();
+        let _g = self.shared.ids.lock(&id);
+        self.ensure_free(&id)?;
+        for (i, e) in seed_events.iter().enumerate() {
+            if e.seq != i as u64 {
+                return Err(Error::invalid(format!(
+                    "seed event at index {i} has seq {} (a seed starts at seq 0 and is contiguous)",
+                    e.seq
+                )));
+            }
+        }
+        let marker = !seed_events.is_empty() && seed::needs_end_seed_marker(&seed_events);
+        let live = LiveSession::start(self.shared.clone(), header, Vec::new(), None, seed_events);
+        self.shared
+            .registry
+            .lock()
+            .live
+            .insert(id, Arc::downgrade(live.inner()));
+        if marker {
+            live.append_data(
+                "session/end-seed",
+                json::JsonText::from_trusted("{}"),
+                &Default::default(),
+            )?;
+        }
+        Ok(live)
+    }
+
+    /// SPEC §1.7 fork: a new live session seeded with the prefix of
+    /// `source_id` up to `boundary` (inclusive; `None` = the last event).
+    /// `child`: the new header (its cwd, parentSession and seedLength are
+    /// set from the parent); `None` generates an id.
+    pub fn fork(
+        &self,
+        source_id: &str,
+        boundary: Option<i64>,
+        child: Option<SessionHeader>,
+    ) -> Result<LiveSession> {
+        self.shared.check_open()?;
+        let (parent, events) = if let Some(live) = self.shared.live(source_id) {
+            (live.header().clone(), live.snapshot())
+        } else {
+            let _g = self.shared.ids.lock(source_id);
+            let insp = match self.inspection(source_id) {
+                Err(Error::NotFound { .. }) => {
+                    return Err(Error::not_found_code(
+                        "SESSION_NOT_FOUND",
+                        format!("cannot fork: session {} not found", quote(source_id)),
+                    ));
+                }
+                other => other?,
+            };
+            let mut ev = insp.stored.events.clone();
+            ev.extend(insp.closers.iter().cloned());
+            (insp.stored.header.clone(), ev)
+        };
+        let prefix = seed::fork_prefix_len(&events, boundary)?;
+        let child =
+            child.unwrap_or_else(|| SessionHeader::new(new_session_id(), now_ms().max(0) as u64));
+        let header = seed::fork_child_header(&parent, child, prefix);
+        let mut seed_events = events;
+        seed_events.truncate(prefix);
+        self.start_with_seed(header, seed_events)
+    }
+
+    /// Stops admitting events, drains every live session, closes storage.
+    /// Returns the first drain error, after trying all.
+    pub fn close(&self) -> Result<()> {
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let live: Vec<Arc<LiveInner>> = self
+            .shared
+            .registry
+            .lock()
+            .live
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        let mut first_err = None;
+        for l in live {
+            if let Err(e) = l.close() {
+                first_err.get_or_insert(e);
+            }
+        }
+        self.shared.scheduler.stop();
+        if let Err(e) = self.shared.backend.close() {
+            first_err.get_or_insert(e);
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `id` is live in this process.
+    pub fn is_live(&self, id: &str) -> bool {
+        self.shared.live(id).is_some()
+    }
+}
+
+/// A random session id (UUID v4 text) for forks without a child header.
+pub fn new_session_id() -> String {
+    crate::uuid::uuid_v4()
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.scheduler.stop();
+    }
+}

@@ -1,0 +1,368 @@
+//! Live sessions (SPEC §6.1): the sessions this process is writing.
+//!
+//! A live session assigns `seq` and `time`, validates each event (lossless
+//! JSON, vocabulary, surface rules, the strict turn/step trace), commits it
+//! to memory and queues it for write-behind. Appends never wait for disk.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::coordinator::Shared;
+use super::view::has_open_turn;
+use super::write_behind::{BatchSink, ErrorCallback, WriteController};
+use crate::backend::{Backend, Expect, Revision};
+use crate::codec::chunk_rows::is_row_tag;
+use crate::error::{Error, Result};
+use crate::model::event::{Event, EventType};
+use crate::model::header::SessionHeader;
+use crate::model::invariants::TurnTrace;
+use crate::model::json::{self, JsonText};
+use crate::model::surface::{SurfaceState, derive_messages};
+use crate::model::validate::check_lossless;
+use crate::model::vocabulary;
+
+/// Surface options of one append (SPEC §6.1 `append(type, data, options)`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AppendOptions {
+    /// `"append"` or `{"op":"replace","start":S,"end":E}` as JSON text.
+    pub surface_op: Option<String>,
+    pub source_event_seqs: Option<Vec<u64>>,
+    pub ignorable: bool,
+}
+
+impl AppendOptions {
+    /// Parses `{surfaceOp?, sourceEventSeqs?, ignorable?}`.
+    pub fn parse(text: &str) -> Result<AppendOptions> {
+        let fields = json::object_fields(text)
+            .map_err(|e| Error::invalid(format!("append options are not a JSON object: {e}")))?;
+        let mut o = AppendOptions::default();
+        for (k, v) in fields {
+            match k.decode().as_ref() {
+                "surfaceOp" => {
+                    o.surface_op =
+                        Some(json::canonicalize(v).map_err(|e| {
+                            Error::invalid(format!("append options surfaceOp: {e}"))
+                        })?)
+                }
+                "sourceEventSeqs" => {
+                    let items = json::array_items(v).map_err(|_| {
+                        Error::invalid(
+                            "append options sourceEventSeqs must be an array of integers",
+                        )
+                    })?;
+                    let seqs = items
+                        .iter()
+                        .map(|i| json::as_safe_uint(i))
+                        .collect::<Option<Vec<u64>>>()
+                        .ok_or_else(|| {
+                            Error::invalid("append options sourceEventSeqs must hold non-negative safe integers")
+                        })?;
+                    o.source_event_seqs = Some(seqs);
+                }
+                "ignorable" => match v.trim() {
+                    "true" => o.ignorable = true,
+                    "false" => o.ignorable = false,
+                    _ => {
+                        return Err(Error::invalid(
+                            "append options ignorable must be true or false",
+                        ));
+                    }
+                },
+                other => {
+                    return Err(Error::invalid(format!(
+                        "append options have unknown key {} — options are {{ surfaceOp, sourceEventSeqs, ignorable }}",
+                        json::quote(other)
+                    )));
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+struct LiveLog {
+    events: Vec<Event>,
+    surface: SurfaceState,
+    trace: TurnTrace,
+}
+
+/// Writes a live session's batches to the backend.
+struct LiveSink {
+    backend: Arc<dyn Backend>,
+    header: SessionHeader,
+    /// `None` until the first batch materializes the session.
+    revision: Mutex<Option<Revision>>,
+}
+
+impl BatchSink for LiveSink {
+    fn write_batch(&self, batch: &[Event]) -> Result<()> {
+        let mut rev = self.revision.lock();
+        let expect = match rev.as_ref() {
+            None => Expect::New,
+            Some(r) => Expect::At(r),
+        };
+        let new = self.backend.append(&self.header, batch, expect)?;
+        *rev = Some(new);
+        Ok(())
+    }
+}
+
+pub(crate) struct LiveInner {
+    shared: Arc<Shared>,
+    header: SessionHeader,
+    log: RwLock<LiveLog>,
+    ctrl: Arc<WriteController>,
+    closed: AtomicBool,
+}
+
+/// A session this process is writing. Cheap to clone (a handle); `Send +
+/// Sync`: any thread may append, flush or read. Close it to make everything
+/// durable; dropping the last handle drains it as a fallback.
+#[derive(Clone)]
+pub struct LiveSession {
+    inner: Arc<LiveInner>,
+}
+
+impl LiveSession {
+    /// Builds a live session over `history` (events already stored, at
+    /// `stored_revision`) and `seed` (events to persist with the first batch).
+    pub(crate) fn start(
+        shared: Arc<Shared>,
+        header: SessionHeader,
+        history: Vec<Event>,
+        stored_revision: Option<Revision>,
+        seed: Vec<Event>,
+    ) -> LiveSession {
+        let sink = LiveSink {
+            backend: shared.backend.clone(),
+            header: header.clone(),
+            revision: Mutex::new(stored_revision),
+        };
+        let ctrl = WriteController::new(
+            Box::new(sink),
+            Duration::from_millis(shared.config.write_batch_max_delay_ms),
+            shared.scheduler.clone(),
+        );
+        let mut surface = SurfaceState::new();
+        let mut trace = TurnTrace::new();
+        // History and seeds were validated when read (or come from a live
+        // session); they are folded, not judged again: a log written before
+        // strict mode may not follow the strict trace.
+        for e in history.iter().chain(&seed) {
+            let _ = surface.apply(e);
+            let _ = trace.check(e);
+        }
+        let mut events = history;
+        events.extend(seed.iter().cloned());
+        let session = LiveSession {
+            inner: Arc::new(LiveInner {
+                shared,
+                header,
+                log: RwLock::new(LiveLog {
+                    events,
+                    surface,
+                    trace,
+                }),
+                ctrl,
+                closed: AtomicBool::new(false),
+            }),
+        };
+        if !seed.is_empty() {
+            // Cannot fail: the controller is new and open.
+            let _ = session.inner.ctrl.enqueue(seed);
+        }
+        session
+    }
+
+    pub fn id(&self) -> &str {
+        &self.inner.header.id
+    }
+
+    pub fn header(&self) -> &SessionHeader {
+        &self.inner.header
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<LiveInner> {
+        &self.inner
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed(format!(
+                "live session {} is closed",
+                json::quote(self.id())
+            )));
+        }
+        self.inner.shared.check_open()
+    }
+
+    /// Appends one event: `data_json` is host JSON (canonicalized), options
+    /// as parsed by [`AppendOptions::parse`]. Returns the assigned seq.
+    pub fn append(
+        &self,
+        event_type: &str,
+        data_json: &str,
+        options: &AppendOptions,
+    ) -> Result<u64> {
+        let data = check_lossless(event_type, data_json)?;
+        self.append_data(event_type, data, options)
+    }
+
+    /// Like [`LiveSession::append`] with data that is already canonical.
+    pub fn append_data(
+        &self,
+        event_type: &str,
+        data: JsonText,
+        options: &AppendOptions,
+    ) -> Result<u64> {
+        self.check_open()?;
+        if event_type.is_empty() {
+            return Err(Error::invalid("event type must be a non-empty string"));
+        }
+        if is_row_tag(event_type)
+            || vocabulary::static_name(event_type).is_some() && !vocabulary::is_known(event_type)
+        {
+            return Err(Error::invalid(format!(
+                "event type {} is reserved by the storage format",
+                json::quote(event_type)
+            )));
+        }
+        if !options.ignorable && !self.inner.shared.vocab.knows(event_type) {
+            return Err(Error::invalid(format!(
+                "event type {} is unknown to this harness; mark it ignorable or register it with extraEventTypes",
+                json::quote(event_type)
+            )));
+        }
+        let mut log = self.inner.log.write();
+        let seq = log.events.len() as u64;
+        let time = (self.inner.shared.clock)();
+        let mut event = Event::new(EventType::new(event_type), seq, time, data);
+        if let Some(op) = &options.surface_op {
+            event.surface_op = Some(JsonText::from_trusted(op.as_str()));
+        }
+        if let Some(seqs) = &options.source_event_seqs {
+            let text = format!(
+                "[{}]",
+                seqs.iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            event.source_event_seqs = Some(JsonText::from_trusted(text));
+        }
+        event.ignorable = options.ignorable;
+        let mut trace = log.trace.clone();
+        trace.check(&event).map_err(|m| {
+            Error::invalid(format!(
+                "cannot append to session {}: {m}",
+                json::quote(self.id())
+            ))
+        })?;
+        log.surface.apply(&event).map_err(|m| {
+            Error::invalid(format!(
+                "cannot append to session {}: {m}",
+                json::quote(self.id())
+            ))
+        })?;
+        log.trace = trace;
+        log.events.push(event.clone());
+        self.inner.ctrl.enqueue([event])?;
+        Ok(seq)
+    }
+
+    /// Writes every pending event now (SPEC §6.1 `flush`).
+    pub fn flush(&self) -> Result<()> {
+        self.inner.ctrl.flush()
+    }
+
+    /// Committed events with `seq >= from` (cheap clones).
+    pub fn events(&self, from: u64) -> Vec<Event> {
+        let log = self.inner.log.read();
+        let start = (from.min(log.events.len() as u64)) as usize;
+        log.events[start..].to_vec()
+    }
+
+    /// All committed events.
+    pub fn snapshot(&self) -> Vec<Event> {
+        self.events(0)
+    }
+
+    /// Number of committed events (the next seq).
+    pub fn len(&self) -> u64 {
+        self.inner.log.read().events.len() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the last turn is open.
+    pub fn has_open_turn(&self) -> bool {
+        self.inner.log.read().trace.open_turn().is_some()
+            || has_open_turn(&self.inner.log.read().events)
+    }
+
+    /// The model-visible transcript (SPEC §1.5 `derive_messages`).
+    pub fn messages(&self) -> Vec<JsonText> {
+        derive_messages(&self.inner.log.read().events)
+    }
+
+    /// The unresolved background write error, if any.
+    pub fn background_error(&self) -> Option<Error> {
+        self.inner.ctrl.background_error()
+    }
+
+    /// Told once per failure episode of a background write.
+    pub fn set_error_callback(&self, cb: Option<ErrorCallback>) {
+        self.inner.ctrl.set_error_callback(cb);
+    }
+
+    /// Events not yet durable.
+    pub fn pending_len(&self) -> usize {
+        self.inner.ctrl.pending_len()
+    }
+
+    /// (batches, events) written so far.
+    pub fn written(&self) -> (u64, u64) {
+        self.inner.ctrl.written()
+    }
+
+    /// Final drain, then releases the id. Safe to call twice.
+    pub fn close(&self) -> Result<()> {
+        self.inner.close()
+    }
+}
+
+impl LiveInner {
+    pub(crate) fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let result = self.ctrl.close();
+        self.shared.unregister_live(&self.header.id, self);
+        result
+    }
+
+    pub(crate) fn flush(&self) -> Result<()> {
+        self.ctrl.flush()
+    }
+
+    pub(crate) fn snapshot(&self) -> Vec<Event> {
+        self.log.read().events.clone()
+    }
+
+    pub(crate) fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+}
+
+impl Drop for LiveInner {
+    fn drop(&mut self) {
+        if !self.closed.load(Ordering::Acquire) {
+            let _ = self.close();
+        }
+    }
+}

@@ -1,0 +1,727 @@
+//! The store contract (SPEC §6), written once and run against every backend:
+//! JSONL zstd, JSONL raw, SQLite file and SQLite in memory.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use dsh_persist::backend::{
+    Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
+};
+use dsh_persist::model::event::Event;
+use dsh_persist::model::header::{HeaderSource, SessionHeader};
+use dsh_persist::store::{
+    AppendOptions, BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
+};
+use dsh_persist::{Error, ErrorKind, Result};
+use parking_lot::Mutex;
+use serde_json::Value;
+use support::TempDir;
+use support::conv::{self, append_opts, complete_turn};
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    JsonlZstd,
+    JsonlRaw,
+    SqliteFile,
+    SqliteMemory,
+}
+
+impl Kind {
+    fn config(self, dir: &TempDir) -> StoreConfig {
+        let backend = match self {
+            Kind::JsonlZstd | Kind::JsonlRaw => {
+                let mut c = JsonlConfig::new(dir.path().join("root"));
+                if matches!(self, Kind::JsonlRaw) {
+                    c.compression = Compression::None;
+                }
+                BackendConfig::Jsonl(c)
+            }
+            Kind::SqliteFile => BackendConfig::Sqlite(SqliteConfig::new(
+                dir.path().join("sessions.db").display().to_string(),
+            )),
+            Kind::SqliteMemory => BackendConfig::Sqlite(SqliteConfig::new(":memory:")),
+        };
+        let mut c = StoreConfig::with_backend(backend);
+        c.write_batch_max_delay_ms = 20;
+        c
+    }
+
+    fn open(self, dir: &TempDir) -> Store {
+        Store::open(self.config(dir)).unwrap()
+    }
+
+    /// A second, independent store on the same storage (not for memory).
+    fn reopen(self, dir: &TempDir) -> Option<Store> {
+        (!matches!(self, Kind::SqliteMemory)).then(|| self.open(dir))
+    }
+}
+
+fn header(id: &str) -> SessionHeader {
+    let mut h = SessionHeader::new(id, 1_785_000_000_000);
+    h.cwd = Some("/home/dev/project".into());
+    h
+}
+
+fn ev(line: &str) -> Event {
+    Event::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+/// Whole events for the cold `append` API: one open turn with an assistant
+/// message holding two tool calls, only the first recorded as started.
+fn open_turn_events() -> Vec<Event> {
+    vec![
+        ev(r#"{"type":"turn/start","seq":0,"time":10,"data":{"turn":1}}"#),
+        ev(&format!(
+            r#"{{"type":"user/message","seq":1,"time":11,"data":{},"surfaceOp":"append"}}"#,
+            conv::user_message("u1", "go")
+        )),
+        ev(r#"{"type":"step/start","seq":2,"time":12,"data":{"turn":1,"step":1}}"#),
+        ev(&format!(
+            r#"{{"type":"assistant/message","seq":3,"time":13,"data":{},"surfaceOp":"append"}}"#,
+            conv::assistant_message(1, 1, "a1", "two tools", &[("c1", "bash"), ("c2", "bash")])
+        )),
+        ev(&format!(
+            r#"{{"type":"tool/call","seq":4,"time":14,"data":{}}}"#,
+            conv::tool_call(1, 1, "c1")
+        )),
+    ]
+}
+
+fn closed_turn_events(turn: u64, first_seq: u64) -> Vec<Event> {
+    let s = first_seq;
+    vec![
+        ev(&format!(
+            r#"{{"type":"turn/start","seq":{s},"time":1,"data":{{"turn":{turn}}}}}"#
+        )),
+        ev(&format!(
+            r#"{{"type":"user/message","seq":{},"time":2,"data":{},"surfaceOp":"append"}}"#,
+            s + 1,
+            conv::user_message(&format!("u{turn}"), "hello")
+        )),
+        ev(&format!(
+            r#"{{"type":"turn/end","seq":{},"time":3,"data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}"#,
+            s + 2
+        )),
+    ]
+}
+
+fn revision(store: &Store, id: &str) -> Option<Revision> {
+    store
+        .list_snapshots()
+        .unwrap()
+        .into_iter()
+        .find(|(h, _)| h.id == id)
+        .map(|(_, r)| r)
+}
+
+fn json(events: &[Event]) -> Vec<Value> {
+    events
+        .iter()
+        .map(|e| support::parse(&e.to_json()))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// The contract
+
+fn round_trip(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    let live = store.start(header("rt")).unwrap();
+    let n = complete_turn(&live, 1) + complete_turn(&live, 2);
+    live.close().unwrap();
+    let view = store.load("rt").unwrap();
+    assert_eq!(view.events.len(), n);
+    assert_eq!(view.header.id, "rt");
+    assert_eq!(view.header.cwd.as_deref(), Some("/home/dev/project"));
+    for (i, e) in view.events.iter().enumerate() {
+        assert_eq!(e.seq, i as u64);
+    }
+    // Cold append of whole events, in their own key order.
+    let events = closed_turn_events(3, n as u64);
+    store.append("rt", events.clone()).unwrap();
+    let after = store.load("rt").unwrap();
+    assert_eq!(json(&after.events[n..]), json(&events));
+    assert_eq!(after.events[n].to_json(), events[0].to_json());
+    if let Some(other) = kind.reopen(&dir) {
+        let again = other.load("rt").unwrap();
+        assert_eq!(json(&again.events), json(&after.events));
+    }
+    store.close().unwrap();
+}
+
+fn fractional_created_at_is_rejected_without_reserving(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    let err =
+        SessionHeader::parse(r#"{"id":"frac","createdAt":1.5}"#, HeaderSource::Host).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        err.to_string()
+            .contains("session metadata createdAt must be a non-negative safe integer")
+    );
+    let ok = SessionHeader::parse(r#"{"id":"frac","createdAt":2}"#, HeaderSource::Host).unwrap();
+    store.create(ok.clone()).unwrap();
+    assert_eq!(
+        store.create(ok).unwrap_err().code(),
+        Some("SESSION_ALREADY_EXISTS")
+    );
+}
+
+fn open_turn_closed_on_load_not_on_inspect(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    store.create(header("open")).unwrap();
+    store.append("open", open_turn_events()).unwrap();
+    let before = revision(&store, "open").unwrap();
+    let inspected = store.inspect("open").unwrap();
+    assert_eq!(
+        inspected.events.len(),
+        5 + 4,
+        "two tool results, step/end, turn/end"
+    );
+    assert_eq!(
+        revision(&store, "open").unwrap(),
+        before,
+        "inspect writes nothing"
+    );
+    assert_eq!(
+        store.read_from("open", 0).unwrap().events.len(),
+        5,
+        "closers live in memory only"
+    );
+    let loaded = store.load("open").unwrap();
+    assert_eq!(json(&loaded.events), json(&inspected.events));
+    assert_ne!(
+        revision(&store, "open").unwrap(),
+        before,
+        "load commits the repair"
+    );
+    assert_eq!(store.read_from("open", 0).unwrap().events.len(), 9);
+    // Now balanced: a second load changes nothing.
+    let r = revision(&store, "open").unwrap();
+    store.load("open").unwrap();
+    assert_eq!(revision(&store, "open").unwrap(), r);
+}
+
+fn tool_repairs_carry_codes(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    store.create(header("tools")).unwrap();
+    store.append("tools", open_turn_events()).unwrap();
+    let v = store.load("tools").unwrap();
+    let tail = json(&v.events[5..]);
+    assert_eq!(tail[0]["type"], "tool/result");
+    assert_eq!(tail[0]["data"]["error"]["code"], "TOOL_OUTCOME_UNKNOWN");
+    assert_eq!(tail[0]["data"]["error"]["name"], "ToolOutcomeUnknownError");
+    assert_eq!(tail[0]["sourceEventSeqs"], serde_json::json!([4]));
+    assert_eq!(
+        tail[0]["data"]["message"]["id"],
+        "interrupted-tool-result-c1-5"
+    );
+    assert_eq!(tail[1]["data"]["error"]["code"], "TOOL_NOT_STARTED");
+    assert!(tail[1].get("sourceEventSeqs").is_none());
+    assert_eq!(tail[2]["type"], "step/end");
+    assert_eq!(tail[3]["type"], "turn/end");
+    assert_eq!(tail[3]["data"]["reason"]["kind"], "interrupted");
+    for t in &tail {
+        assert_eq!(t["time"], 14, "closers reuse the last event's time");
+    }
+}
+
+fn zero_event_sessions_are_not_listed(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    store.create(header("lazy")).unwrap();
+    let live = store.start(header("lazy-live")).unwrap();
+    live.close().unwrap();
+    assert!(store.list().unwrap().is_empty());
+    assert!(store.list_snapshots().unwrap().is_empty());
+    assert_eq!(store.load("lazy").unwrap_err().kind(), ErrorKind::NotFound);
+    store.append("lazy", closed_turn_events(1, 0)).unwrap();
+    let ids: Vec<String> = store.list().unwrap().into_iter().map(|h| h.id).collect();
+    assert_eq!(ids, vec!["lazy".to_string()]);
+}
+
+fn read_from_suffixes(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    let live = store.start(header("rf")).unwrap();
+    let n = complete_turn(&live, 1) as i64;
+    live.close().unwrap();
+    for k in [0, 1, n / 2, n - 1] {
+        let v = store.read_from("rf", k).unwrap();
+        assert_eq!(v.events.len() as i64, n - k, "k={k}");
+        assert_eq!(v.events[0].seq as i64, k);
+    }
+    assert!(store.read_from("rf", n).unwrap().events.is_empty());
+    assert!(store.read_from("rf", n + 3).unwrap().events.is_empty());
+    assert_eq!(
+        store.read_from("rf", -1).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let missing = store.read_from("nope", 0).unwrap_err();
+    assert_eq!(missing.kind(), ErrorKind::NotFound);
+    assert_eq!(missing.to_string(), "session \"nope\" not found");
+}
+
+fn revisions_are_stable_and_change_on_append(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    store.create(header("rev")).unwrap();
+    store.append("rev", closed_turn_events(1, 0)).unwrap();
+    let a = revision(&store, "rev").unwrap();
+    store.inspect("rev").unwrap();
+    store.read_from("rev", 0).unwrap();
+    assert_eq!(revision(&store, "rev").unwrap(), a);
+    store.append("rev", closed_turn_events(2, 3)).unwrap();
+    let b = revision(&store, "rev").unwrap();
+    assert_ne!(a, b);
+    if let Some(other) = kind.reopen(&dir) {
+        let c = revision(&other, "rev").unwrap();
+        assert_eq!(
+            c,
+            revision(&other, "rev").unwrap(),
+            "stable in another store too"
+        );
+    }
+}
+
+fn bad_append_batches_are_rejected(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    store.create(header("seqs")).unwrap();
+    store.append("seqs", closed_turn_events(1, 0)).unwrap();
+    let before = store.read_from("seqs", 0).unwrap().events.len();
+    let e = store.append("seqs", closed_turn_events(2, 5)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("must start at seq 3"), "{e}");
+    let mut gap = closed_turn_events(2, 3);
+    gap[2].seq = 9;
+    let e = store.append("seqs", gap).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("seq gap at batch index 2 (expected 5, got 9)"),
+        "{e}"
+    );
+    assert_eq!(
+        store.read_from("seqs", 0).unwrap().events.len(),
+        before,
+        "nothing written"
+    );
+    assert_eq!(
+        store
+            .append("missing", closed_turn_events(1, 0))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
+}
+
+fn non_lossless_data_is_rejected_naming_the_type(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    let live = store.start(header("lossless")).unwrap();
+    for bad in [
+        r#"{"x":-0}"#,
+        r#"{"x":1e400}"#,
+        r#"{"x":NaN}"#,
+        r#"{"a":1,"a":2}"#,
+    ] {
+        let e = live
+            .append("session/title", bad, &AppendOptions::default())
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        let m = e.to_string();
+        assert!(
+            m.contains("session/title") && m.contains("losslessly JSON-serializable"),
+            "{bad}: {m}"
+        );
+    }
+    assert_eq!(live.len(), 0, "nothing was committed");
+    // Canonicalized like JSON.stringify.
+    live.append(
+        "session/title",
+        r#"{ "b" : 1.0, "a" : "\u0041" }"#,
+        &AppendOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(live.events(0)[0].data.as_str(), r#"{"b":1,"a":"A"}"#);
+    live.close().unwrap();
+    store.create(header("lossless-cold")).unwrap();
+    let e = store
+        .append_json(
+            "lossless-cold",
+            r#"[{"type":"session/title","seq":0,"time":0,"data":{"n":-0.0}}]"#,
+        )
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("losslessly JSON-serializable"),
+        "{e}"
+    );
+}
+
+fn live_load_of_balanced_and_open_turns(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    let live = store.start(header("liveload")).unwrap();
+    complete_turn(&live, 1);
+    let v = store.load("liveload").unwrap();
+    assert_eq!(
+        v.events.len() as u64,
+        live.len(),
+        "a balanced live session loads"
+    );
+    assert_eq!(live.pending_len(), 0, "load flushed the live session");
+    live.append("turn/start", r#"{"turn":2}"#, &AppendOptions::default())
+        .unwrap();
+    let e = store.load("liveload").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict);
+    assert!(e.to_string().contains("open turn"), "{e}");
+    let ins = store.inspect("liveload").unwrap();
+    assert_eq!(
+        ins.events.len() as u64,
+        live.len(),
+        "inspect shows the live snapshot, open turn included"
+    );
+    live.close().unwrap();
+    // Closed: now cold, so load closes the turn synthetically.
+    let v = store.load("liveload").unwrap();
+    assert_eq!(v.events.last().unwrap().type_str(), "turn/end");
+}
+
+/// Wraps a backend to count reads and appends.
+struct Counting {
+    inner: Arc<dyn Backend>,
+    reads: AtomicUsize,
+    appends: AtomicUsize,
+    fail_appends: AtomicUsize,
+    batches: Mutex<Vec<usize>>,
+}
+
+impl Counting {
+    fn new(inner: Arc<dyn Backend>) -> Arc<Counting> {
+        Arc::new(Counting {
+            inner,
+            reads: AtomicUsize::new(0),
+            appends: AtomicUsize::new(0),
+            fail_appends: AtomicUsize::new(0),
+            batches: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl Backend for Counting {
+    fn kind(&self) -> BackendKind {
+        self.inner.kind()
+    }
+    fn locate(&self, header: &SessionHeader) -> Result<Option<Location>> {
+        self.inner.locate(header)
+    }
+    fn list(&self) -> Result<Vec<SessionHeader>> {
+        self.inner.list()
+    }
+    fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {
+        self.inner.list_snapshots()
+    }
+    fn revision(&self, id: &str) -> Result<Option<Revision>> {
+        self.inner.revision(id)
+    }
+    fn append(
+        &self,
+        header: &SessionHeader,
+        events: &[Event],
+        expect: Expect<'_>,
+    ) -> Result<Revision> {
+        self.appends.fetch_add(1, Ordering::SeqCst);
+        if self.fail_appends.load(Ordering::SeqCst) > 0 {
+            self.fail_appends.fetch_sub(1, Ordering::SeqCst);
+            return Err(Error::io_msg("injected write failure"));
+        }
+        let r = self.inner.append(header, events, expect)?;
+        self.batches.lock().push(events.len());
+        Ok(r)
+    }
+    fn read(&self, id: &str) -> Result<Option<StoredLog>> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.read(id)
+    }
+    fn read_from(&self, id: &str, from_seq: u64) -> Result<Option<ScannedSuffix>> {
+        self.inner.read_from(id, from_seq)
+    }
+    fn commit_repair(&self, id: &str, log: &StoredLog, closers: &[Event]) -> Result<Revision> {
+        self.inner.commit_repair(id, log, closers)
+    }
+    fn read_raw(&self, id: &str) -> Result<Option<RawArtifact>> {
+        self.inner.read_raw(id)
+    }
+}
+
+fn counting_store(kind: Kind, dir: &TempDir, delay_ms: u64) -> (Arc<Counting>, Store) {
+    let mut config = kind.config(dir);
+    config.write_batch_max_delay_ms = delay_ms;
+    let backend = dsh_persist::store::open_backend(&config.backend).unwrap();
+    let counting = Counting::new(backend);
+    let store = Store::with_backend(counting.clone(), config, None);
+    (counting, store)
+}
+
+fn prepare_reuses_inspection_until_an_external_append(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let (counting, store) = counting_store(kind, &dir, 20);
+    store.create(header("prep")).unwrap();
+    store.append("prep", open_turn_events()).unwrap();
+    store.inspect("prep").unwrap();
+    let reads = counting.reads.load(Ordering::SeqCst);
+    store.inspect("prep").unwrap();
+    assert_eq!(
+        counting.reads.load(Ordering::SeqCst),
+        reads,
+        "inspect reuses the retained inspection"
+    );
+    let prepared = store.prepare("prep").unwrap();
+    assert_eq!(
+        counting.reads.load(Ordering::SeqCst),
+        reads,
+        "prepare reuses it too"
+    );
+    assert_eq!(prepared.events().len(), 9, "with the repair committed");
+    assert_eq!(
+        store.prepare("prep").err().unwrap().kind(),
+        ErrorKind::Conflict,
+        "the id is reserved"
+    );
+    drop(prepared); // releases the reservation
+    let Some(other) = kind.reopen(&dir) else {
+        return;
+    };
+    store.inspect("prep").unwrap();
+    let reads = counting.reads.load(Ordering::SeqCst);
+    other.append("prep", closed_turn_events(2, 9)).unwrap();
+    let prepared = store.prepare("prep").unwrap();
+    assert_eq!(
+        counting.reads.load(Ordering::SeqCst),
+        reads + 1,
+        "a stale inspection is re-read"
+    );
+    assert_eq!(prepared.events().len(), 12);
+    let live = store.publish(prepared).unwrap();
+    assert_eq!(live.events(12)[0].type_str(), "session/end-seed");
+    live.close().unwrap();
+    assert_eq!(store.load("prep").unwrap().events.len(), 13);
+}
+
+fn resume_and_fork(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    let live = store.start(header("parent")).unwrap();
+    let n = complete_turn(&live, 1) as u64;
+    live.append("turn/start", r#"{"turn":2}"#, &AppendOptions::default())
+        .unwrap();
+    live.flush().unwrap();
+    // Fork a live source at the end of turn 1.
+    let mut child = header("child");
+    child.cwd = Some("/elsewhere".into());
+    let forked = store
+        .fork("parent", Some(n as i64 - 1), Some(child))
+        .unwrap();
+    assert_eq!(forked.header().parent_session.as_deref(), Some("parent"));
+    assert_eq!(forked.header().seed_length, Some(n));
+    assert_eq!(forked.header().cwd.as_deref(), Some("/home/dev/project"));
+    assert_eq!(forked.events(n)[0].type_str(), "session/end-seed");
+    let e = store.fork("parent", None, None).err().unwrap();
+    assert_eq!(e.code(), Some("OPEN_TURN"));
+    let e = store.fork("parent", Some(999), None).err().unwrap();
+    assert_eq!(e.code(), Some("INVALID_BOUNDARY"));
+    let e = store.fork("ghost", None, None).err().unwrap();
+    assert_eq!(e.code(), Some("SESSION_NOT_FOUND"));
+    let e = store
+        .fork("parent", Some(n as i64 - 1), Some(header("child")))
+        .err()
+        .unwrap();
+    assert_eq!(e.code(), Some("SESSION_ALREADY_EXISTS"));
+    forked.close().unwrap();
+    let child_view = store.load("child").unwrap();
+    assert_eq!(child_view.events.len() as u64, n + 1);
+    // Crash the parent mid-turn (drop without close still drains), then resume.
+    live.close().unwrap();
+    let resumed = store.resume("parent").unwrap();
+    let ev = resumed.events(0);
+    assert_eq!(
+        ev[ev.len() - 2].type_str(),
+        "turn/end",
+        "repair closed turn 2"
+    );
+    assert_eq!(ev.last().unwrap().type_str(), "session/end-seed");
+    resumed
+        .append("turn/start", r#"{"turn":3}"#, &AppendOptions::default())
+        .unwrap();
+    resumed.close().unwrap();
+    let v = store.inspect("parent").unwrap();
+    assert_eq!(
+        v.events.last().unwrap().type_str(),
+        "turn/end",
+        "inspect closes turn 3 in memory"
+    );
+}
+
+fn write_behind_batches_one_window(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let (counting, store) = counting_store(kind, &dir, 60_000);
+    let live = store.start(header("wb")).unwrap();
+    let n = complete_turn(&live, 1);
+    assert_eq!(
+        counting.appends.load(Ordering::SeqCst),
+        0,
+        "appends never wait for disk"
+    );
+    live.flush().unwrap();
+    assert_eq!(*counting.batches.lock(), vec![n], "one window, one batch");
+    live.close().unwrap();
+    // A short window writes by itself.
+    let dir2 = TempDir::new("contract");
+    let (counting, store) = counting_store(kind, &dir2, 15);
+    let live = store.start(header("wb2")).unwrap();
+    let n = complete_turn(&live, 1);
+    let start = std::time::Instant::now();
+    while live.written().1 < n as u64 {
+        assert!(start.elapsed().as_secs() < 10, "the window never fired");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert_eq!(counting.batches.lock().iter().sum::<usize>(), n);
+    live.close().unwrap();
+}
+
+fn write_failures_are_retained_and_retried(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let (counting, store) = counting_store(kind, &dir, 60_000);
+    let live = store.start(header("fail")).unwrap();
+    let n = complete_turn(&live, 1);
+    counting.fail_appends.store(1, Ordering::SeqCst);
+    let e = live.flush().unwrap_err();
+    assert!(e.to_string().contains("injected write failure"));
+    assert_eq!(live.pending_len(), n, "events kept in order");
+    assert!(
+        live.background_error().is_some(),
+        "the failure is retrievable"
+    );
+    live.close().unwrap(); // close retries at once
+    assert!(live.background_error().is_none(), "resolved by the retry");
+    assert_eq!(store.load("fail").unwrap().events.len(), n);
+}
+
+fn close_drains_everything(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let (_, store) = counting_store(kind, &dir, 60_000);
+    let a = store.start(header("drain-a")).unwrap();
+    let b = store.start(header("drain-b")).unwrap();
+    let n = complete_turn(&a, 1);
+    complete_turn(&b, 1);
+    store.close().unwrap();
+    assert_eq!(
+        a.append("session/title", "{}", &AppendOptions::default())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Closed
+    );
+    if let Some(other) = kind.reopen(&dir) {
+        assert_eq!(other.list().unwrap().len(), 2);
+        assert_eq!(other.load("drain-a").unwrap().events.len(), n);
+    }
+}
+
+fn threads_append_to_many_sessions(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let live = store.start(header(&format!("thread-{t}"))).unwrap();
+                let mut n = 0;
+                for turn in 1..=5 {
+                    n += complete_turn(&live, turn);
+                    if turn % 2 == 0 {
+                        live.flush().unwrap();
+                    }
+                }
+                live.close().unwrap();
+                n
+            })
+        })
+        .collect();
+    let counts: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    for (t, n) in counts.iter().enumerate() {
+        let v = store.load(&format!("thread-{t}")).unwrap();
+        assert_eq!(v.events.len(), *n, "thread {t} lost events");
+    }
+    assert_eq!(store.list().unwrap().len(), 8);
+}
+
+fn surface_rules_apply_to_live_appends(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    let live = store.start(header("surface")).unwrap();
+    live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default())
+        .unwrap();
+    let e = live
+        .append(
+            "user/message",
+            &conv::user_message("u", "x"),
+            &AppendOptions::default(),
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("requires a surfaceOp marker"), "{e}");
+    let e = live
+        .append("turn/start", r#"{"turn":2}"#, &AppendOptions::default())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let e = live
+        .append("future/thing", "{}", &AppendOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("unknown"), "{e}");
+    let ign = AppendOptions {
+        ignorable: true,
+        ..Default::default()
+    };
+    live.append("future/thing", "{}", &ign).unwrap();
+    live.append(
+        "user/message",
+        &conv::user_message("u", "x"),
+        &append_opts(),
+    )
+    .unwrap();
+    assert_eq!(live.messages().len(), 1);
+    live.close().unwrap();
+}
+
+macro_rules! contract {
+    ($($name:ident),* $(,)?) => {
+        mod jsonl_zstd { $( #[test] fn $name() { super::$name(super::Kind::JsonlZstd) } )* }
+        mod jsonl_raw { $( #[test] fn $name() { super::$name(super::Kind::JsonlRaw) } )* }
+        mod sqlite_file { $( #[test] fn $name() { super::$name(super::Kind::SqliteFile) } )* }
+        mod sqlite_memory { $( #[test] fn $name() { super::$name(super::Kind::SqliteMemory) } )* }
+    };
+}
+
+contract!(
+    round_trip,
+    fractional_created_at_is_rejected_without_reserving,
+    open_turn_closed_on_load_not_on_inspect,
+    tool_repairs_carry_codes,
+    zero_event_sessions_are_not_listed,
+    read_from_suffixes,
+    revisions_are_stable_and_change_on_append,
+    bad_append_batches_are_rejected,
+    non_lossless_data_is_rejected_naming_the_type,
+    live_load_of_balanced_and_open_turns,
+    prepare_reuses_inspection_until_an_external_append,
+    resume_and_fork,
+    write_behind_batches_one_window,
+    write_failures_are_retained_and_retried,
+    close_drains_everything,
+    threads_append_to_many_sessions,
+    surface_rules_apply_to_live_appends,
+);
