@@ -291,7 +291,11 @@ fn scan_plain(file: &mut File, raw_log: &str, path: &Path) -> Result<Scanned> {
         Some(Bad {
             at: Cut::Byte(b), ..
         }) => Some(b),
-        Some(_) => unreachable!("uncompressed cuts are byte offsets"),
+        Some(other) => {
+            return Err(Error::invariant(format!(
+                "uncompressed log {raw_log}: a cut recorded as {other:?}"
+            )));
+        }
         None if !buf.is_empty() => Some(offset),
         None => None,
     };
@@ -394,7 +398,11 @@ fn scan_zstd(buf: &[u8], raw_log: &str) -> Result<Scanned> {
             }
             Some((frame, line_in_frame))
         }
-        Some(_) => unreachable!("zstd cuts are frame lines"),
+        Some(other) => {
+            return Err(Error::invariant(format!(
+                "Zstandard log {raw_log}: a cut recorded as {other:?}"
+            )));
+        }
         None => scan.torn_start.map(|_| (torn_index, torn_lines)),
     };
     let torn = match cut {
