@@ -63,3 +63,27 @@ fn cold_load_of_the_benchmark_workload() {
         );
     }
 }
+
+#[test]
+#[ignore = "timing; run explicitly in release"]
+fn small_sessions_and_cold_list() {
+    let events = workload();
+    let tmp = TempDir::new("perf-small");
+    let cfg = JsonlConfig::new(tmp.path());
+    let be = JsonlBackend::open(cfg.clone()).unwrap();
+    let t = Instant::now();
+    for i in 0..1000 {
+        let mut header = SessionHeader::new(format!("s{i}"), 1);
+        header.cwd = Some("/bench/project".into());
+        be.append(&header, &events[..5], Expect::New).unwrap();
+    }
+    let create_ms = t.elapsed().as_secs_f64() * 1e3 / 1000.0;
+    let cold = JsonlBackend::open(cfg).unwrap();
+    let t = Instant::now();
+    let listed = cold.list().unwrap();
+    let list_ms = t.elapsed().as_secs_f64() * 1e3;
+    assert_eq!(listed.len(), 1000);
+    println!(
+        "jsonl zstd: create+append {create_ms:.2} ms/session, cold list(1000) {list_ms:.1} ms"
+    );
+}

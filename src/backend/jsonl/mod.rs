@@ -218,6 +218,7 @@ impl JsonlBackend {
     fn list_entries(&self) -> Result<Vec<(SessionHeader, PathBuf, FileIdentity)>> {
         let mut out = Vec::new();
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
+        let mut dec = codec_zstd::FrameDecoder::new();
         for project in layout::project_dirs(&self.root)? {
             let pdir = self.root.join(&project);
             for session in layout::check_project_dir(&pdir)? {
@@ -225,7 +226,9 @@ impl JsonlBackend {
                 let Some(file) = layout::session_file(&sdir, self.compression)? else {
                     continue;
                 };
-                let Some((header, identity)) = reader::peek_header(&file, self.compression)? else {
+                let Some((header, identity)) =
+                    reader::peek_header(&file, self.compression, &mut dec)?
+                else {
                     continue;
                 };
                 self.check_header_path(&header, &file)?;
