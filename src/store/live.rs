@@ -301,8 +301,7 @@ impl LiveSession {
 
     /// Whether the last turn is open.
     pub fn has_open_turn(&self) -> bool {
-        self.inner.log.read().trace.open_turn().is_some()
-            || has_open_turn(&self.inner.log.read().events)
+        has_open_turn(&self.inner.log.read().events)
     }
 
     /// The model-visible transcript (SPEC §1.5 `derive_messages`).

@@ -184,6 +184,13 @@ pub fn apply_connection_pragmas(
 ) -> Result<()> {
     conn.busy_timeout(std::time::Duration::from_millis(u64::from(busy_timeout_ms)))
         .map_err(|e| sql_error(label, "cannot set the busy timeout", e))?;
+    let got = pragma_value(conn, label, "busy_timeout")?;
+    if got.as_deref() != Some(busy_timeout_ms.to_string().as_str()) {
+        return Err(Error::io_msg(format!(
+            "{label}: busy timeout {busy_timeout_ms} ms did not take effect (reads back {})",
+            got.as_deref().unwrap_or("nothing")
+        )));
+    }
     set_and_verify(conn, label, "trusted_schema", "OFF", "0")?;
     set_and_verify(conn, label, "mmap_size", "0", "0")?;
     set_and_verify(conn, label, "foreign_keys", "ON", "1")?;

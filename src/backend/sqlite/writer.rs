@@ -89,6 +89,10 @@ fn bump_revision(tx: &Transaction<'_>, label: &str, id: &str) -> Result<(String,
     })
 }
 
+/// Inserts the `sessions` row of a first append (absent header fields are
+/// NULL; `delegation_depth` too). Ids are Rust strings, so they cannot hold
+/// the lone surrogates with which the original stored U+FFFD instead
+/// (MANIFEST `sqlite-edge-lone-surrogate`).
 fn insert_session(tx: &Transaction<'_>, label: &str, header: &SessionHeader) -> Result<()> {
     let incarnation = schema::random_uuid(tx)
         .map_err(|e| sql_error(label, "cannot generate an incarnation id", e))?;
