@@ -79,7 +79,7 @@ fn jsonl_to_sqlite_to_jsonl_raw_keeps_every_event_byte_for_byte() {
         );
         assert_eq!(ea.len(), eb.len(), "{id}");
         for (x, y) in ea.iter().zip(eb) {
-            if x.to_string() == y.to_string() {
+            if serde_json::to_string(x).unwrap() == serde_json::to_string(y).unwrap() {
                 continue;
             }
             // Same keys, same values (data text included), other order.

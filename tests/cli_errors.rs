@@ -32,12 +32,26 @@ fn usage_errors_exit_2() {
     let (kind, message) = r.error();
     assert_eq!(kind, "invalid_argument");
     assert!(message.contains("--jsonl"), "{message}");
+    // bench makes its own stores.
+    let r = run(["--json", "bench", "--jsonl", p]);
+    assert_eq!(r.code, 2);
+    assert!(r.error().1.contains("bench makes its own stores"));
     // A negative start is refused by the library as an invalid argument.
     let r = store.json("read-from", &["conv-basic", "-1"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     let (kind, message) = r.error();
     assert_eq!(kind, "invalid_argument");
     assert!(message.contains("-1"), "{message}");
+}
+
+#[test]
+fn the_store_flag_goes_before_or_after_the_subcommand() {
+    let store = FixtureStore::new("jsonl-none-packed");
+    let p = store.path.to_str().unwrap();
+    let after = run(["--json", "list", "--jsonl-raw", p]);
+    let before = run(["--jsonl-raw", p, "list", "--json"]);
+    assert_eq!(after.code, 0, "{}", after.stderr);
+    assert_eq!(after.stdout, before.stdout);
 }
 
 #[test]

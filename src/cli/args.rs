@@ -13,23 +13,42 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    #[command(flatten)]
+    pub store: StoreArgs,
+
     #[command(subcommand)]
     pub command: Command,
 }
 
-/// Which store to open: exactly one of the three flags.
-#[derive(Args, Debug, Clone)]
-#[group(id = "store", required = true, multiple = false)]
+/// Which store to open: exactly one of the three flags, before or after the
+/// subcommand (`dsh-persist --jsonl ROOT list` = `dsh-persist list --jsonl
+/// ROOT`). Checked when the command runs: every subcommand but `bench` needs
+/// one.
+#[derive(Args, Debug, Clone, Default)]
 pub struct StoreArgs {
     /// A JSONL root whose logs are zstd-compressed (`session.jsonl.zst`).
-    #[arg(long, value_name = "ROOT")]
+    #[arg(long, value_name = "ROOT", global = true)]
     pub jsonl: Option<PathBuf>,
     /// A JSONL root with uncompressed logs (`session.jsonl`).
-    #[arg(long = "jsonl-raw", value_name = "ROOT")]
+    #[arg(long = "jsonl-raw", value_name = "ROOT", global = true)]
     pub jsonl_raw: Option<PathBuf>,
     /// A SQLite session database (schema 17).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     pub sqlite: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    /// How many store flags were given.
+    pub fn count(&self) -> usize {
+        [
+            self.jsonl.is_some(),
+            self.jsonl_raw.is_some(),
+            self.sqlite.is_some(),
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count()
+    }
 }
 
 /// Where `convert` writes: exactly one of the three flags.
@@ -78,60 +97,33 @@ pub struct BenchArgs {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// List the stored sessions (id, created, cwd, parent, seed length).
-    List {
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    List,
     /// List the stored sessions with their revision tokens.
-    Snapshots {
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Snapshots,
     /// Load a session: commits its crash repair (torn tail, closers) and
     /// prints the balanced log. Use `inspect` to leave the store untouched.
     Load {
-        #[command(flatten)]
-        store: StoreArgs,
         /// Session id.
         id: String,
     },
     /// Print the balanced log of a session without writing anything.
-    Inspect {
-        #[command(flatten)]
-        store: StoreArgs,
-        id: String,
-    },
+    Inspect { id: String },
     /// Print the stored events with seq >= SEQ (no repair, no closers).
     ReadFrom {
-        #[command(flatten)]
-        store: StoreArgs,
         id: String,
         /// First seq to return.
         #[arg(allow_negative_numbers = true)]
         seq: i64,
     },
     /// Print the decoded log file of a JSONL session, exactly as written.
-    Raw {
-        #[command(flatten)]
-        store: StoreArgs,
-        id: String,
-    },
+    Raw { id: String },
     /// Print a readable transcript: turns, messages, tool calls and results
     /// (read-only).
-    Cat {
-        #[command(flatten)]
-        store: StoreArgs,
-        id: String,
-    },
+    Cat { id: String },
     /// Check every session of a store; modifies nothing. Exit 4 on corruption.
-    Verify {
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Verify,
     /// Copy every session into another store, logical logs byte for byte.
     Convert {
-        #[command(flatten)]
-        store: StoreArgs,
         #[command(flatten)]
         target: TargetArgs,
     },
@@ -139,9 +131,5 @@ pub enum Command {
     Bench(BenchArgs),
     /// (bench internal) Load a session and print this process's peak RSS.
     #[command(hide = true)]
-    RssProbe {
-        #[command(flatten)]
-        store: StoreArgs,
-        id: String,
-    },
+    RssProbe { id: String },
 }

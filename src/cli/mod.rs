@@ -29,7 +29,7 @@ pub fn main() -> i32 {
         Err(e) => return usage_error(e, &argv),
     };
     let json = cli.json;
-    match run(cli.command, json) {
+    match run(cli) {
         Ok(outcome) => outcome.code,
         Err(e) => output::report_error(&e, json),
     }
@@ -63,21 +63,35 @@ fn usage_error(e: clap::Error, argv: &[std::ffi::OsString]) -> i32 {
     }
 }
 
-fn run(command: Command, json: bool) -> Result<Outcome, Error> {
-    match command {
-        Command::List { store } => with_store(&store, |s| read::list(s, json)),
-        Command::Snapshots { store } => with_store(&store, |s| read::snapshots(s, json)),
-        Command::Load { store, id } => with_store(&store, |s| read::load(s, &id, json)),
-        Command::Inspect { store, id } => with_store(&store, |s| read::inspect(s, &id, json)),
-        Command::ReadFrom { store, id, seq } => {
-            with_store(&store, |s| read::read_from(s, &id, seq, json))
+fn run(cli: Cli) -> Result<Outcome, Error> {
+    let json = cli.json;
+    let store = cli.store;
+    let given = store.count();
+    if let Command::Bench(args) = &cli.command {
+        if given > 0 {
+            return Err(Error::invalid(
+                "bench makes its own stores; it takes no --jsonl, --jsonl-raw or --sqlite",
+            ));
         }
-        Command::Raw { store, id } => with_store(&store, |s| read::raw(s, &id, json)),
-        Command::Cat { store, id } => with_store(&store, |s| transcript::cat(s, &id, json)),
-        Command::Verify { store } => verify::verify(&store, json),
-        Command::Convert { store, target } => convert::convert(&store, &target, json),
-        Command::Bench(args) => bench::bench(&args, json),
-        Command::RssProbe { store, id } => with_store(&store, |s| bench::rss_probe_main(s, &id)),
+        return bench::bench(args, json);
+    }
+    if given != 1 {
+        return Err(Error::invalid(format!(
+            "give exactly one store: --jsonl ROOT, --jsonl-raw ROOT or --sqlite FILE ({given} given)"
+        )));
+    }
+    match cli.command {
+        Command::List => with_store(&store, |s| read::list(s, json)),
+        Command::Snapshots => with_store(&store, |s| read::snapshots(s, json)),
+        Command::Load { id } => with_store(&store, |s| read::load(s, &id, json)),
+        Command::Inspect { id } => with_store(&store, |s| read::inspect(s, &id, json)),
+        Command::ReadFrom { id, seq } => with_store(&store, |s| read::read_from(s, &id, seq, json)),
+        Command::Raw { id } => with_store(&store, |s| read::raw(s, &id, json)),
+        Command::Cat { id } => with_store(&store, |s| transcript::cat(s, &id, json)),
+        Command::Verify => verify::verify(&store, json),
+        Command::Convert { target } => convert::convert(&store, &target, json),
+        Command::RssProbe { id } => with_store(&store, |s| bench::rss_probe_main(s, &id)),
+        Command::Bench(_) => unreachable!("handled above"),
     }
 }
 
