@@ -83,25 +83,36 @@ pub fn parse_source_event_seqs(text: &str, own_seq: u64) -> Result<Vec<u64>, Str
             text.trim()
         )
     };
-    let mut out: Vec<u64> = Vec::new();
-    let mut s = Scanner::new(text);
-    let mut bad = false;
-    s.array(|s| {
-        let v = s.value()?;
-        match json::as_safe_uint(v) {
-            Some(n) => out.push(n),
-            None => bad = true,
+    let out = match plain_seq_list(text) {
+        Some(v) => v,
+        None => {
+            let mut out: Vec<u64> = Vec::new();
+            let mut s = Scanner::new(text);
+            let mut bad = false;
+            s.array(|s| {
+                let v = s.value()?;
+                match json::as_safe_uint(v) {
+                    Some(n) => out.push(n),
+                    None => bad = true,
+                }
+                Ok(())
+            })
+            .and_then(|_| s.expect_end())
+            .map_err(|_| shape())?;
+            if bad {
+                return Err(shape());
+            }
+            out
         }
-        Ok(())
-    })
-    .and_then(|_| s.expect_end())
-    .map_err(|_| shape())?;
-    if bad {
-        return Err(shape());
-    }
-    let mut sorted = out.clone();
-    sorted.sort_unstable();
-    if sorted.windows(2).any(|w| w[0] == w[1]) {
+    };
+    // Writers list sources in ascending order: then no sort is needed to
+    // find a repeat.
+    let ascending = out.windows(2).all(|w| w[0] < w[1]);
+    if !ascending && {
+        let mut sorted = out.clone();
+        sorted.sort_unstable();
+        sorted.windows(2).any(|w| w[0] == w[1])
+    } {
         return Err(format!(
             "sourceEventSeqs must not repeat a seq, got {}",
             text.trim()
@@ -113,6 +124,62 @@ pub fn parse_source_event_seqs(text: &str, own_seq: u64) -> Result<Vec<u64>, Str
         ));
     }
     Ok(out)
+}
+
+/// The fast path of [`parse_source_event_seqs`]: an array whose items are
+/// all plain integer tokens (`0` or `[1-9][0-9]*`, at most 2^53 − 1), the only
+/// shape writers produce. `None` means "use the general parser", which
+/// accepts every other spelling the original accepts (`1.0`, `1e2`, `-0`)
+/// and words the errors.
+fn plain_seq_list(text: &str) -> Option<Vec<u64>> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    let ws = |i: &mut usize| {
+        while *i < b.len() && matches!(b[*i], b' ' | b'\n' | b'\r' | b'\t') {
+            *i += 1;
+        }
+    };
+    ws(&mut i);
+    if b.get(i) != Some(&b'[') {
+        return None;
+    }
+    i += 1;
+    ws(&mut i);
+    let mut out = Vec::with_capacity(b.len() / 4);
+    if b.get(i) == Some(&b']') {
+        i += 1;
+    } else {
+        loop {
+            let start = i;
+            let mut v: u64 = 0;
+            while i < b.len() && b[i].is_ascii_digit() {
+                if i - start == 16 {
+                    return None;
+                }
+                v = v * 10 + u64::from(b[i] - b'0');
+                i += 1;
+            }
+            let len = i - start;
+            if len == 0 || (len > 1 && b[start] == b'0') || v > json::MAX_SAFE_INTEGER as u64 {
+                return None;
+            }
+            out.push(v);
+            ws(&mut i);
+            match b.get(i) {
+                Some(b',') => {
+                    i += 1;
+                    ws(&mut i);
+                }
+                Some(b']') => {
+                    i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    ws(&mut i);
+    (i == b.len()).then_some(out)
 }
 
 /// What kind of surface event a node came from.
@@ -404,6 +471,25 @@ mod tests {
     #[test]
     fn source_seqs_rules() {
         assert_eq!(parse_source_event_seqs("[3,1]", 4), Ok(vec![3, 1]));
+        assert_eq!(
+            parse_source_event_seqs(" [ 1 , 2,3 ] ", 4),
+            Ok(vec![1, 2, 3])
+        );
+        // Spellings outside the fast path still parse like the original.
+        assert_eq!(parse_source_event_seqs("[1.0,2e0]", 4), Ok(vec![1, 2]));
+        assert_eq!(parse_source_event_seqs("[-0]", 4), Ok(vec![0]));
+        assert_eq!(
+            parse_source_event_seqs("[9007199254740991]", u64::MAX),
+            Ok(vec![9_007_199_254_740_991])
+        );
+        assert!(parse_source_event_seqs("[9007199254740992]", u64::MAX).is_err());
+        assert!(parse_source_event_seqs("[12345678901234567]", u64::MAX).is_err());
+        assert!(parse_source_event_seqs("[01]", 4).is_err());
+        assert!(parse_source_event_seqs("[1,]", 4).is_err());
+        assert!(parse_source_event_seqs("[1] x", 4).is_err());
+        assert_eq!(plain_seq_list("[1,2]"), Some(vec![1, 2]));
+        assert_eq!(plain_seq_list("[1.0]"), None);
+        assert_eq!(plain_seq_list("[]"), Some(vec![]));
         assert_eq!(parse_source_event_seqs("[]", 0), Ok(vec![]));
         assert!(
             parse_source_event_seqs("[1,1]", 4)

@@ -507,7 +507,16 @@ impl Store {
         let mut events = scanned.events;
         convert_legacy(id, &mut events)?;
         check_read(id, scanned.raw_log.as_deref(), &self.shared.vocab, &events)?;
-        events.retain(|e| e.seq >= from);
+        // The events are contiguous and ascending (backend contract): keep
+        // the suffix, and free the (possibly large) prefix off this thread.
+        let start = events.partition_point(|e| e.seq < from);
+        let events = if start == 0 {
+            events
+        } else {
+            let suffix = events.split_off(start);
+            release(events);
+            suffix
+        };
         Ok(SessionView {
             header: scanned.header,
             events,
@@ -718,6 +727,23 @@ fn needs_history_for_legacy(events: &[Event]) -> bool {
                 .is_some_and(|op| op.as_str().contains("replace"))
             && e.data_field("message").is_none()
     })
+}
+
+/// Events at or above this count are freed on a background thread.
+const BACKGROUND_RELEASE_MIN: usize = 4096;
+
+/// Frees `events`: a large vector (a JSONL `read_from` drops every event
+/// before the start, ~100k allocations for the benchmark log, several ms) is
+/// handed to a short-lived thread so the caller does not wait for it.
+fn release(events: Vec<Event>) {
+    if events.len() < BACKGROUND_RELEASE_MIN {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("dsh-release".into())
+        .spawn(move || drop(events));
+    // Could not spawn: the closure (and the events) were dropped here.
+    let _ = spawned;
 }
 
 /// A random session id (UUID v4 text) for forks without a child header.
