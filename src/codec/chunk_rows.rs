@@ -215,13 +215,20 @@ impl PackedRow {
                     let mut v = Vec::new();
                     let mut ok = true;
                     s.array(|s| {
-                        let raw = s.value()?;
-                        match json::kind_of(raw) {
-                            Some(json::Kind::Number) => match json::as_safe_int(raw) {
-                                Some(n) if !raw.contains(['.', 'e', 'E']) => v.push(n),
-                                _ => ok = false,
-                            },
-                            _ => ok = false,
+                        // One scan per gap: the number token is read once
+                        // (integer spelling and safe range), anything else
+                        // is validated and refused.
+                        if matches!(s.peek(), Some(b'-' | b'0'..=b'9')) {
+                            match s.number()? {
+                                (raw, false) => match json::as_safe_int(raw) {
+                                    Some(n) => v.push(n),
+                                    None => ok = false,
+                                },
+                                (_, true) => ok = false,
+                            }
+                        } else {
+                            s.skip_value()?;
+                            ok = false;
                         }
                         Ok(())
                     })?;
