@@ -112,13 +112,40 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// Terminal columns of `s`: East Asian wide characters and emoji count 2,
+/// everything else 1 (enough to align ids and paths in a table).
+pub fn display_width(s: &str) -> usize {
+    s.chars()
+        .map(|c| {
+            let c = c as u32;
+            let wide = matches!(c,
+                0x1100..=0x115F
+                | 0x2E80..=0x303E
+                | 0x3041..=0x33FF
+                | 0x3400..=0x4DBF
+                | 0x4E00..=0x9FFF
+                | 0xA000..=0xA4CF
+                | 0xAC00..=0xD7A3
+                | 0xF900..=0xFAFF
+                | 0xFE30..=0xFE4F
+                | 0xFF00..=0xFF60
+                | 0xFFE0..=0xFFE6
+                | 0x1F300..=0x1F64F
+                | 0x1F680..=0x1F6FF
+                | 0x1F900..=0x1F9FF
+                | 0x20000..=0x3FFFD);
+            if wide { 2 } else { 1 }
+        })
+        .sum()
+}
+
 /// An aligned text table: a header row, then rows; columns padded to the
-/// widest cell (by characters), separated by two spaces.
+/// widest cell (in terminal columns), separated by two spaces.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| display_width(h)).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
-            widths[i] = widths[i].max(cell.chars().count());
+            widths[i] = widths[i].max(display_width(cell));
         }
     }
     let mut out = String::new();
@@ -130,7 +157,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
             }
             l.push_str(c);
             if i + 1 < widths.len() {
-                l.extend(std::iter::repeat_n(' ', widths[i] - c.chars().count()));
+                l.extend(std::iter::repeat_n(' ', widths[i] - display_width(c)));
             }
         }
         out.push_str(l.trim_end());
@@ -185,7 +212,7 @@ mod tests {
     }
 
     #[test]
-    fn tables_align_by_characters() {
+    fn tables_align_by_terminal_columns() {
         let t = table(
             &["ID", "CWD"],
             &[
@@ -194,6 +221,7 @@ mod tests {
             ],
         );
         assert_eq!(t, "ID    CWD\n会话  /a\nabcd  -\n");
+        assert_eq!(display_width("a🚀ü"), 4);
     }
 
     #[test]
