@@ -29,3 +29,6 @@ const _: () = {
     assert_send_sync::<dsh_session>();
     assert_send_sync::<dsh_plan>();
 };
+
+#[cfg(test)]
+pub(crate) mod testutil;

@@ -415,3 +415,420 @@ pub unsafe extern "C" fn dsh_store_list_snapshots(
         unsafe { write_text(out, text, "snapshot list") }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ptr::{null, null_mut};
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::ffi::status::dsh_status::*;
+    use crate::ffi::testutil::*;
+
+    /// A pointer value that must survive a failed call untouched.
+    fn sentinel<T>() -> *mut T {
+        std::ptr::dangling_mut::<T>()
+    }
+
+    #[test]
+    fn open_checks_its_arguments() {
+        let dir = TempDir::new("open-args");
+        let mut out = sentinel::<dsh_store>();
+        let cfg = c(&jsonl_config(&dir));
+        unsafe {
+            expect(
+                dsh_store_open(null(), &mut out),
+                DSH_INVALID_ARGUMENT,
+                "`config_json` must not be NULL",
+            );
+            expect(
+                dsh_store_open(cfg.as_ptr(), null_mut()),
+                DSH_INVALID_ARGUMENT,
+                "`out` must not be NULL",
+            );
+            expect(
+                dsh_store_open(bad(), &mut out),
+                DSH_INVALID_ARGUMENT,
+                "`config_json` is not valid UTF-8",
+            );
+            expect(
+                dsh_store_open(c("{").as_ptr(), &mut out),
+                DSH_INVALID_ARGUMENT,
+                "store config is not a JSON object",
+            );
+            expect(
+                dsh_store_open(
+                    c(r#"{"backend":"jsonl","root":"/tmp/x","colour":1}"#).as_ptr(),
+                    &mut out,
+                ),
+                DSH_INVALID_ARGUMENT,
+                "colour",
+            );
+            assert_eq!(out, sentinel(), "a failed open must leave *out untouched");
+            expect(dsh_store_close(null_mut()), DSH_OK, "");
+            expect(dsh_store_open(cfg.as_ptr(), &mut out), DSH_OK, "");
+            assert_ne!(out, sentinel());
+            expect(dsh_store_close(out), DSH_OK, "");
+        }
+    }
+
+    #[test]
+    fn open_reports_io_errors() {
+        let dir = TempDir::new("open-io");
+        let file = dir.0.join("a-file");
+        std::fs::write(&file, "x").unwrap();
+        let cfg = format!(
+            r#"{{"backend":"jsonl","root":{}}}"#,
+            serde_json::to_string(&file.join("root")).unwrap()
+        );
+        let mut out = sentinel::<dsh_store>();
+        let status = unsafe { dsh_store_open(c(&cfg).as_ptr(), &mut out) };
+        if status == DSH_OK {
+            // The backend may open lazily; then the first write must fail.
+            let id = c("s1");
+            unsafe {
+                expect(
+                    dsh_store_create(out, c(r#"{"id":"s1"}"#).as_ptr()),
+                    DSH_OK,
+                    "",
+                );
+                expect(
+                    dsh_store_append(out, id.as_ptr(), c(&turn_array(1, 0)).as_ptr()),
+                    DSH_IO,
+                    "",
+                );
+                dsh_store_close(out);
+            }
+        } else {
+            expect(status, DSH_IO, "");
+            assert_eq!(out, sentinel());
+        }
+    }
+
+    #[test]
+    fn every_store_function_rejects_null_and_bad_utf8() {
+        let dir = TempDir::new("store-null");
+        let store = open_jsonl(&dir);
+        let id = c("s1");
+        let header = c(r#"{"id":"s1"}"#);
+        let mut out = sentinel::<c_char>();
+        unsafe {
+            let calls: Vec<(
+                &str,
+                Box<dyn Fn(*mut dsh_store, *const c_char, *mut *mut c_char) -> dsh_status>,
+            )> = vec![
+                ("locate", Box::new(|s, a, o| dsh_store_locate(s, a, o))),
+                ("load", Box::new(|s, a, o| dsh_store_load(s, a, o))),
+                ("inspect", Box::new(|s, a, o| dsh_store_inspect(s, a, o))),
+                (
+                    "read_from",
+                    Box::new(|s, a, o| dsh_store_read_from(s, a, 0, o)),
+                ),
+                ("read_raw", Box::new(|s, a, o| dsh_store_read_raw(s, a, o))),
+            ];
+            for (name, call) in &calls {
+                let arg = if *name == "locate" {
+                    header.as_ptr()
+                } else {
+                    id.as_ptr()
+                };
+                let arg_name = if *name == "locate" {
+                    "header_json"
+                } else {
+                    "id"
+                };
+                expect(
+                    call(null_mut(), arg, &mut out),
+                    DSH_INVALID_ARGUMENT,
+                    "`store` must not be NULL",
+                );
+                expect(
+                    call(store, null(), &mut out),
+                    DSH_INVALID_ARGUMENT,
+                    &format!("`{arg_name}` must not be NULL"),
+                );
+                expect(
+                    call(store, bad(), &mut out),
+                    DSH_INVALID_ARGUMENT,
+                    &format!("`{arg_name}` is not valid UTF-8"),
+                );
+                expect(
+                    call(store, arg, null_mut()),
+                    DSH_INVALID_ARGUMENT,
+                    "`out_json` must not be NULL",
+                );
+                assert_eq!(out, sentinel(), "{name}");
+            }
+            expect(
+                dsh_store_list(null_mut(), &mut out),
+                DSH_INVALID_ARGUMENT,
+                "`store` must not be NULL",
+            );
+            expect(
+                dsh_store_list(store, null_mut()),
+                DSH_INVALID_ARGUMENT,
+                "`out_json` must not be NULL",
+            );
+            expect(
+                dsh_store_list_snapshots(null_mut(), &mut out),
+                DSH_INVALID_ARGUMENT,
+                "`store`",
+            );
+            expect(
+                dsh_store_list_snapshots(store, null_mut()),
+                DSH_INVALID_ARGUMENT,
+                "`out_json`",
+            );
+            expect(
+                dsh_store_create(null_mut(), header.as_ptr()),
+                DSH_INVALID_ARGUMENT,
+                "`store`",
+            );
+            expect(
+                dsh_store_create(store, null()),
+                DSH_INVALID_ARGUMENT,
+                "`header_json` must not be NULL",
+            );
+            expect(
+                dsh_store_create(store, bad()),
+                DSH_INVALID_ARGUMENT,
+                "`header_json` is not valid UTF-8",
+            );
+            expect(
+                dsh_store_create(store, c("[1]").as_ptr()),
+                DSH_INVALID_ARGUMENT,
+                "session metadata is not a JSON object",
+            );
+            let events = c(&turn_array(1, 0));
+            expect(
+                dsh_store_append(null_mut(), id.as_ptr(), events.as_ptr()),
+                DSH_INVALID_ARGUMENT,
+                "`store`",
+            );
+            expect(
+                dsh_store_append(store, null(), events.as_ptr()),
+                DSH_INVALID_ARGUMENT,
+                "`id`",
+            );
+            expect(
+                dsh_store_append(store, id.as_ptr(), null()),
+                DSH_INVALID_ARGUMENT,
+                "`events_json` must not be NULL",
+            );
+            expect(
+                dsh_store_append(store, id.as_ptr(), bad()),
+                DSH_INVALID_ARGUMENT,
+                "`events_json` is not valid UTF-8",
+            );
+            assert_eq!(out, sentinel());
+            expect(dsh_store_close(store), DSH_OK, "");
+        }
+    }
+
+    #[test]
+    fn jsonl_round_trip_through_every_read() {
+        let dir = TempDir::new("store-rt");
+        let store = open_jsonl(&dir);
+        let id = c("s1");
+        let mut out = null_mut::<c_char>();
+        unsafe {
+            expect(
+                dsh_store_locate(store, c(r#"{"id":"s1"}"#).as_ptr(), &mut out),
+                DSH_OK,
+                "",
+            );
+            let loc = take_json(out);
+            assert_eq!(loc["kind"], "jsonl");
+            assert!(
+                loc["path"].as_str().unwrap().starts_with(&dir.path()),
+                "{loc}"
+            );
+
+            expect(
+                dsh_store_create(store, c(r#"{"id":"s1","createdAt":5}"#).as_ptr()),
+                DSH_OK,
+                "",
+            );
+            expect(
+                dsh_store_create(store, c(r#"{"id":"s1"}"#).as_ptr()),
+                DSH_CONFLICT,
+                "already exists",
+            );
+            assert_eq!(code(), "SESSION_ALREADY_EXISTS");
+            expect(
+                dsh_store_append(store, id.as_ptr(), c(&turn_array(1, 0)).as_ptr()),
+                DSH_OK,
+                "",
+            );
+            assert_eq!(code(), "", "a success clears the code");
+            expect(
+                dsh_store_append(store, id.as_ptr(), c(&turn_array(2, 6)).as_ptr()),
+                DSH_OK,
+                "",
+            );
+            expect(
+                dsh_store_append(store, id.as_ptr(), c("[{").as_ptr()),
+                DSH_INVALID_ARGUMENT,
+                "",
+            );
+
+            expect(dsh_store_load(store, id.as_ptr(), &mut out), DSH_OK, "");
+            let view = take_json(out);
+            assert_eq!(view["meta"]["id"], "s1");
+            assert_eq!(view["meta"]["createdAt"], 5);
+            assert_eq!(view["events"].as_array().unwrap().len(), 12);
+            assert_eq!(view["events"][11]["type"], "turn/end");
+
+            expect(dsh_store_inspect(store, id.as_ptr(), &mut out), DSH_OK, "");
+            assert_eq!(take_json(out), view);
+
+            expect(
+                dsh_store_read_from(store, id.as_ptr(), 10, &mut out),
+                DSH_OK,
+                "",
+            );
+            let tail = take_json(out);
+            let seqs: Vec<u64> = tail["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["seq"].as_u64().unwrap())
+                .collect();
+            assert_eq!(seqs, [10, 11]);
+            expect(
+                dsh_store_read_from(store, id.as_ptr(), u64::MAX, &mut out),
+                DSH_OK,
+                "",
+            );
+            assert_eq!(take_json(out)["events"], serde_json::json!([]));
+
+            expect(dsh_store_read_raw(store, id.as_ptr(), &mut out), DSH_OK, "");
+            let raw = take_json(out);
+            assert_eq!(raw["filename"], "session.jsonl");
+            assert_eq!(raw["meta"]["id"], "s1");
+            assert_eq!(raw["content"].as_str().unwrap().lines().count(), 13);
+            out = sentinel();
+            expect(
+                dsh_store_read_raw(store, c("absent").as_ptr(), &mut out),
+                DSH_OK,
+                "",
+            );
+            assert!(
+                out.is_null(),
+                "an absent artifact is DSH_OK with *out = NULL"
+            );
+
+            expect(dsh_store_list(store, &mut out), DSH_OK, "");
+            let list = take_json(out);
+            assert_eq!(list.as_array().unwrap().len(), 1);
+            assert_eq!(list[0]["id"], "s1");
+            expect(dsh_store_list_snapshots(store, &mut out), DSH_OK, "");
+            let snaps = take_json(out);
+            assert_eq!(snaps[0]["header"]["id"], "s1");
+            assert!(snaps[0]["revision"].is_string());
+
+            out = sentinel();
+            expect(
+                dsh_store_load(store, c("nope").as_ptr(), &mut out),
+                DSH_NOT_FOUND,
+                "session \"nope\" not found",
+            );
+            assert_eq!(out, sentinel());
+            expect(dsh_store_close(store), DSH_OK, "");
+        }
+    }
+
+    #[test]
+    fn sqlite_has_no_raw_artifacts_or_locations() {
+        let dir = TempDir::new("store-sqlite");
+        let cfg = format!(
+            r#"{{"backend":"sqlite","path":{}}}"#,
+            serde_json::to_string(&dir.0.join("s.db")).unwrap()
+        );
+        let mut store = null_mut();
+        let mut out = null_mut::<c_char>();
+        unsafe {
+            expect(dsh_store_open(c(&cfg).as_ptr(), &mut store), DSH_OK, "");
+            expect(
+                dsh_store_locate(store, c(r#"{"id":"s1"}"#).as_ptr(), &mut out),
+                DSH_OK,
+                "",
+            );
+            assert_eq!(take(out).unwrap(), "null");
+            expect(
+                dsh_store_read_raw(store, c("s1").as_ptr(), &mut out),
+                DSH_UNSUPPORTED,
+                "",
+            );
+            expect(dsh_store_close(store), DSH_OK, "");
+        }
+    }
+
+    #[test]
+    fn a_closed_store_answers_closed() {
+        let dir = TempDir::new("store-closed");
+        let (store, _backend) = faulty_store(&dir);
+        let store_ref = unsafe { &*store };
+        // Close through the core (the handle stays allocated for this test).
+        store_ref.inner.run(|s| Ok(s.close()?)).unwrap();
+        let mut out = null_mut::<c_char>();
+        unsafe {
+            expect(
+                dsh_store_list(store, &mut out),
+                DSH_CLOSED,
+                "the store is closed",
+            );
+            expect(dsh_store_close(store), DSH_OK, "");
+        }
+    }
+
+    #[test]
+    fn a_panic_in_the_core_is_dsh_panic_then_invariant() {
+        let dir = TempDir::new("store-panic");
+        let (store, backend) = faulty_store(&dir);
+        let id = c("s1");
+        let events = c(&turn_array(1, 0));
+        unsafe {
+            expect(
+                dsh_store_create(store, c(r#"{"id":"s1"}"#).as_ptr()),
+                DSH_OK,
+                "",
+            );
+            backend.mode.store(PANIC, Ordering::SeqCst);
+            expect(
+                dsh_store_append(store, id.as_ptr(), events.as_ptr()),
+                DSH_PANIC,
+                "panic: injected backend panic",
+            );
+            backend.mode.store(PASS, Ordering::SeqCst);
+            let mut out = null_mut::<c_char>();
+            expect(
+                dsh_store_list(store, &mut out),
+                DSH_INVARIANT,
+                "this store is unusable: an earlier call on it panicked",
+            );
+            // Close still releases a poisoned handle.
+            expect(dsh_store_close(store), DSH_OK, "");
+        }
+    }
+
+    #[test]
+    fn injected_io_errors_keep_their_kind() {
+        let dir = TempDir::new("store-io");
+        let (store, backend) = faulty_store(&dir);
+        unsafe {
+            expect(
+                dsh_store_create(store, c(r#"{"id":"s1"}"#).as_ptr()),
+                DSH_OK,
+                "",
+            );
+            backend.mode.store(FAIL, Ordering::SeqCst);
+            expect(
+                dsh_store_append(store, c("s1").as_ptr(), c(&turn_array(1, 0)).as_ptr()),
+                DSH_IO,
+                "disk full (injected)",
+            );
+            expect(dsh_store_close(store), DSH_OK, "");
+        }
+    }
+}
