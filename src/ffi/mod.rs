@@ -32,3 +32,34 @@ const _: () = {
 
 #[cfg(test)]
 pub(crate) mod testutil;
+
+#[cfg(test)]
+mod tests {
+    use std::os::raw::c_char;
+
+    use super::args::str_arg;
+    use super::boundary::ffi_call;
+    use super::status::dsh_status;
+    use super::testutil::{c, err};
+
+    /// A test-only entry point shaped like the real exports (not
+    /// `no_mangle`, so neither exported nor in the header) whose body panics.
+    unsafe extern "C" fn dsh_test_panic(message: *const c_char) -> dsh_status {
+        ffi_call(|| {
+            // SAFETY: the test passes a valid C string.
+            let message = unsafe { str_arg(message, "message") }?;
+            panic!("{message}")
+        })
+    }
+
+    #[test]
+    fn a_panic_inside_an_export_is_dsh_panic() {
+        let message = c("the core broke a rule");
+        let status = unsafe { dsh_test_panic(message.as_ptr()) };
+        assert_eq!(status, dsh_status::DSH_PANIC);
+        assert_eq!(err(), "panic: the core broke a rule");
+        let status = unsafe { dsh_test_panic(std::ptr::null()) };
+        assert_eq!(status, dsh_status::DSH_INVALID_ARGUMENT);
+        assert_eq!(err(), "`message` must not be NULL");
+    }
+}

@@ -353,3 +353,288 @@ pub unsafe extern "C" fn dsh_plan_project(
         unsafe { write_text(out, text, "plan projection") }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ptr::{null, null_mut};
+
+    use super::*;
+    use crate::ffi::session::{dsh_session_append, dsh_session_close, dsh_session_start};
+    use crate::ffi::status::dsh_status::*;
+    use crate::ffi::store::dsh_store_close;
+    use crate::ffi::testutil::*;
+
+    fn new_plan(config: &str) -> *mut dsh_plan {
+        let mut p = null_mut();
+        let status = unsafe { dsh_plan_new(c(config).as_ptr(), &mut p) };
+        assert_eq!(status, DSH_OK, "{}", err());
+        p
+    }
+
+    fn call(f: impl FnOnce(*mut *mut c_char) -> dsh_status) -> serde_json::Value {
+        let mut out = null_mut();
+        let status = f(&mut out);
+        assert_eq!(status, DSH_OK, "{}", err());
+        take_json(out)
+    }
+
+    fn append(session: *mut dsh_session, t: &str, d: &str) {
+        let mut seq = 0;
+        let status =
+            unsafe { dsh_session_append(session, c(t).as_ptr(), c(d).as_ptr(), null(), &mut seq) };
+        assert_eq!(status, DSH_OK, "{t}: {}", err());
+    }
+
+    #[test]
+    fn new_checks_config_and_free_accepts_null() {
+        let mut p = std::ptr::dangling_mut::<dsh_plan>();
+        unsafe {
+            expect(
+                dsh_plan_new(null(), &mut p),
+                DSH_INVALID_ARGUMENT,
+                "`config_json` must not be NULL",
+            );
+            expect(
+                dsh_plan_new(bad(), &mut p),
+                DSH_INVALID_ARGUMENT,
+                "`config_json` is not valid UTF-8",
+            );
+            expect(
+                dsh_plan_new(c(r#"{"section":"x"}"#).as_ptr(), null_mut()),
+                DSH_INVALID_ARGUMENT,
+                "`out` must not be NULL",
+            );
+            expect(
+                dsh_plan_new(c(r#"{"section":"  "}"#).as_ptr(), &mut p),
+                DSH_INVALID_ARGUMENT,
+                "PlanModeConfig needs a non-empty `section`",
+            );
+            expect(
+                dsh_plan_new(c(r#"{"section":"x","mode":1}"#).as_ptr(), &mut p),
+                DSH_INVALID_ARGUMENT,
+                "PlanModeConfig has unknown key(s) mode",
+            );
+            assert_eq!(p, std::ptr::dangling_mut());
+            dsh_plan_free(null_mut());
+            dsh_plan_free(new_plan(r#"{"section":"x"}"#));
+        }
+    }
+
+    #[test]
+    fn the_whole_plan_flow_through_the_abi() {
+        let dir = TempDir::new("plan-flow");
+        let store = open_jsonl(&dir);
+        let plan = new_plan(r#"{"section":"PLAN MODE: read only."}"#);
+        let mut session = null_mut();
+        unsafe {
+            expect(
+                dsh_session_start(store, c(r#"{"id":"p1"}"#).as_ptr(), &mut session),
+                DSH_OK,
+                "",
+            );
+            assert_eq!(
+                call(|o| dsh_plan_get(plan, session, o)),
+                serde_json::json!({"active": false})
+            );
+            let r = call(|o| dsh_plan_command(plan, session, c("").as_ptr(), false, o));
+            assert_eq!(r["kind"], "success");
+            assert_eq!(r["text"], "Plan mode on. Use /plan off to leave.");
+            assert_eq!(call(|o| dsh_plan_get(plan, session, o))["active"], true);
+            let mut text = null_mut();
+            expect(dsh_plan_section(plan, session, &mut text), DSH_OK, "");
+            assert_eq!(take(text).unwrap(), "PLAN MODE: read only.");
+
+            append(session, "turn/start", r#"{"turn":1}"#);
+            let check = call(|o| dsh_plan_exit_check(plan, session, c("no heading").as_ptr(), o));
+            assert_eq!(check["ok"], false);
+            let check =
+                call(|o| dsh_plan_exit_check(plan, session, c("# Plan\n- step").as_ptr(), o));
+            assert_eq!(check["ok"], true, "{check}");
+            let answer =
+                r#"{"answers":[{"id":"plan-review","selected":["Approve"],"custom":null}]}"#;
+            let a = call(|o| dsh_plan_exit_answer(plan, session, c(answer).as_ptr(), o));
+            assert_eq!(a, serde_json::json!({"approved": true}));
+            assert_eq!(
+                call(|o| dsh_plan_get(plan, session, o)),
+                serde_json::json!({"active": true, "pending": false})
+            );
+            let step = call(|o| dsh_plan_pre_step(plan, session, o));
+            assert_eq!(step["appended"], true);
+            assert_eq!(
+                call(|o| dsh_plan_get(plan, session, o)),
+                serde_json::json!({"active": false})
+            );
+            let set = call(|o| dsh_plan_set(plan, session, true, o));
+            assert_eq!(set["outcome"], "queued");
+            let dismissed = call(|o| {
+                dsh_plan_exit_answer(plan, session, c(r#"{"dismissed":true}"#).as_ptr(), o)
+            });
+            assert_eq!(dismissed["approved"], false);
+            let mut out = std::ptr::dangling_mut::<c_char>();
+            expect(
+                dsh_plan_exit_answer(plan, session, c("[]").as_ptr(), &mut out),
+                DSH_INVALID_ARGUMENT,
+                "",
+            );
+            assert_eq!(out, std::ptr::dangling_mut());
+
+            let events = r#"[{"type":"plan/mode","seq":0,"time":1,"data":{"active":true}}]"#;
+            assert_eq!(
+                call(|o| dsh_plan_project(c(events).as_ptr(), o)),
+                serde_json::json!({"active": true, "pending": false})
+            );
+            expect(
+                dsh_plan_project(c("{}").as_ptr(), &mut out),
+                DSH_INVALID_ARGUMENT,
+                "plan projection needs a JSON array of events",
+            );
+            expect(
+                dsh_plan_project(null(), &mut out),
+                DSH_INVALID_ARGUMENT,
+                "`events_json` must not be NULL",
+            );
+            expect(
+                dsh_plan_project(c("[]").as_ptr(), null_mut()),
+                DSH_INVALID_ARGUMENT,
+                "`out_json` must not be NULL",
+            );
+
+            // The queued selection cannot be committed once the store is
+            // closed: the append error comes back and it stays pending.
+            expect(dsh_store_close(store), DSH_OK, "");
+            expect(
+                dsh_plan_pre_step(plan, session, &mut out),
+                DSH_CLOSED,
+                "the store is closed",
+            );
+            assert_eq!(
+                call(|o| dsh_plan_get(plan, session, o)),
+                serde_json::json!({"active": false, "pending": true})
+            );
+            expect(dsh_session_close(session), DSH_OK, "");
+            dsh_plan_free(plan);
+        }
+    }
+
+    #[test]
+    fn plan_calls_check_handles_inputs_and_outputs_in_order() {
+        let dir = TempDir::new("plan-null");
+        let store = open_jsonl(&dir);
+        let plan = new_plan(r#"{"section":"x"}"#);
+        let mut session = null_mut();
+        let mut out = std::ptr::dangling_mut::<c_char>();
+        unsafe {
+            expect(
+                dsh_session_start(store, c(r#"{"id":"n1"}"#).as_ptr(), &mut session),
+                DSH_OK,
+                "",
+            );
+            type Call = Box<
+                dyn Fn(
+                    *mut dsh_plan,
+                    *mut dsh_session,
+                    *const c_char,
+                    *mut *mut c_char,
+                ) -> dsh_status,
+            >;
+            let calls: Vec<(&str, Option<&str>, Call)> = vec![
+                ("get", None, Box::new(|p, s, _, o| dsh_plan_get(p, s, o))),
+                (
+                    "set",
+                    None,
+                    Box::new(|p, s, _, o| dsh_plan_set(p, s, true, o)),
+                ),
+                (
+                    "pre_step",
+                    None,
+                    Box::new(|p, s, _, o| dsh_plan_pre_step(p, s, o)),
+                ),
+                (
+                    "section",
+                    None,
+                    Box::new(|p, s, _, o| dsh_plan_section(p, s, o)),
+                ),
+                (
+                    "command",
+                    Some("raw_input"),
+                    Box::new(|p, s, i, o| dsh_plan_command(p, s, i, false, o)),
+                ),
+                (
+                    "exit_check",
+                    Some("plan_markdown"),
+                    Box::new(|p, s, i, o| dsh_plan_exit_check(p, s, i, o)),
+                ),
+                (
+                    "exit_answer",
+                    Some("answer_json"),
+                    Box::new(|p, s, i, o| dsh_plan_exit_answer(p, s, i, o)),
+                ),
+            ];
+            let input = c(r#"{"dismissed":true}"#);
+            for (name, input_name, f) in &calls {
+                expect(
+                    f(null_mut(), null_mut(), null(), null_mut()),
+                    DSH_INVALID_ARGUMENT,
+                    "`plan` must not be NULL",
+                );
+                expect(
+                    f(plan, null_mut(), null(), null_mut()),
+                    DSH_INVALID_ARGUMENT,
+                    "`session` must not be NULL",
+                );
+                let out_name = if *name == "section" {
+                    "out_text"
+                } else {
+                    "out_json"
+                };
+                if let Some(input_name) = input_name {
+                    expect(
+                        f(plan, session, null(), null_mut()),
+                        DSH_INVALID_ARGUMENT,
+                        &format!("`{input_name}` must not be NULL"),
+                    );
+                    expect(
+                        f(plan, session, bad(), &mut out),
+                        DSH_INVALID_ARGUMENT,
+                        &format!("`{input_name}` is not valid UTF-8"),
+                    );
+                }
+                expect(
+                    f(plan, session, input.as_ptr(), null_mut()),
+                    DSH_INVALID_ARGUMENT,
+                    &format!("`{out_name}` must not be NULL"),
+                );
+            }
+            assert_eq!(out, std::ptr::dangling_mut());
+            expect(dsh_session_close(session), DSH_OK, "");
+            dsh_plan_free(plan);
+            expect(dsh_store_close(store), DSH_OK, "");
+        }
+    }
+
+    #[test]
+    fn a_section_with_a_nul_cannot_be_returned() {
+        let dir = TempDir::new("plan-nul");
+        let store = open_jsonl(&dir);
+        let plan = new_plan(r#"{"section":"a\u0000b"}"#);
+        let mut session = null_mut();
+        let mut out = null_mut::<c_char>();
+        unsafe {
+            expect(
+                dsh_session_start(store, c(r#"{"id":"z1"}"#).as_ptr(), &mut session),
+                DSH_OK,
+                "",
+            );
+            expect(dsh_plan_set(plan, session, true, &mut out), DSH_OK, "");
+            take(out);
+            expect(
+                dsh_plan_section(plan, session, &mut out),
+                DSH_INVARIANT,
+                "contains a NUL character at byte 1",
+            );
+            dsh_session_close(session);
+            dsh_plan_free(plan);
+            dsh_store_close(store);
+        }
+    }
+}
