@@ -505,7 +505,7 @@ mod tests {
             expect(
                 dsh_plan_pre_step(plan, session, &mut out),
                 DSH_CLOSED,
-                "the store is closed",
+                "live session \"p1\" is closed",
             );
             assert_eq!(
                 call(|o| dsh_plan_get(plan, session, o)),
