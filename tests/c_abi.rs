@@ -356,3 +356,80 @@ fn a_leaked_result_string_is_detected() {
         show("leak", &run)
     );
 }
+
+/// `examples/host.c` builds with the test flags and its crash + resume
+/// scenario works: the second run sees the synthetic closers and the plan
+/// state folded from the log.
+#[test]
+fn example_host_crash_then_resume() {
+    let dir = TempDir::new("host");
+    let exe = dir.path().join("host");
+    let lib = lib_dir();
+    let mut cmd = Command::new(cc());
+    cmd.arg("-std=c11")
+        .args(WARNINGS)
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg(root().join("examples/host.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-ldsh_persist")
+        .arg("-pthread");
+    if sanitizers_work() {
+        cmd.arg(SANITIZERS);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", show("compile host.c", &out));
+    let store = dir.path().join("store");
+    // The crash run ends with _exit(0): no leak check there (nothing is
+    // released on purpose).
+    let crash = Command::new(&exe)
+        .arg("crash")
+        .arg(&store)
+        .env("ASAN_OPTIONS", "detect_leaks=0")
+        .output()
+        .unwrap();
+    assert!(crash.status.success(), "{}", show("host crash", &crash));
+    let crash_out = String::from_utf8_lossy(&crash.stdout);
+    assert!(
+        crash_out.contains("CRASH: exiting without closing"),
+        "{crash_out}"
+    );
+    let resume = Command::new(&exe)
+        .arg("resume")
+        .arg(&store)
+        .env("ASAN_OPTIONS", "detect_leaks=1")
+        .output()
+        .unwrap();
+    assert!(resume.status.success(), "{}", show("host resume", &resume));
+    let text = String::from_utf8_lossy(&resume.stdout);
+    for needle in [
+        "\"id\":\"interrupted-tool-result-call-3-28\"",
+        "synthetic tool/result for call-3 tells the model: The tool call was interrupted after it was recorded",
+        "repair closed turn 3: turn/end {kind: interrupted}",
+        "plan      : after resume {\"active\":true}",
+        "plan      : exit_answer  {\"approved\":true}",
+        "plan      : pre_step     {\"appended\":true}",
+        "plan      : now          {\"active\":false}",
+        "closed; a cold load returns 44 events",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    // A second crash run on the same store refuses to overwrite the session.
+    let again = Command::new(&exe)
+        .arg("crash")
+        .arg(&store)
+        .env("ASAN_OPTIONS", "detect_leaks=0")
+        .output()
+        .unwrap();
+    assert_eq!(
+        again.status.code(),
+        Some(1),
+        "{}",
+        show("host crash again", &again)
+    );
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+}
