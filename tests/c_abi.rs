@@ -264,10 +264,7 @@ fn header_functions() -> Vec<String> {
             continue;
         }
         if let Some(open) = line.find('(') {
-            let name = line[..open]
-                .rsplit(|c: char| c == ' ' || c == '*')
-                .next()
-                .unwrap_or("");
+            let name = line[..open].rsplit([' ', '*']).next().unwrap_or("");
             if name.starts_with("dsh_") {
                 names.push(name.to_owned());
             }

@@ -55,7 +55,7 @@ fn header_is_fresh() {
             .lines()
             .zip(fresh.lines())
             .position(|(a, b)| a != b)
-            .map_or_else(|| old.lines().count().min(fresh.lines().count()), |i| i);
+            .unwrap_or_else(|| old.lines().count().min(fresh.lines().count()));
         panic!(
             "{} is stale (first difference at line {}); regenerate it with `DSH_BLESS=1 cargo test --test header` and commit it",
             display(&path),
@@ -231,8 +231,8 @@ fn the_header_declares_only_dsh_types() {
         .filter(|l| l.starts_with("typedef") || l.starts_with("enum ") || l.starts_with("struct "))
     {
         let name = line
-            .trim_end_matches(|c| c == ';' || c == '{' || c == ' ')
-            .rsplit(|c: char| c == ' ' || c == '*')
+            .trim_end_matches([';', '{', ' '])
+            .rsplit([' ', '*'])
             .next()
             .unwrap_or("");
         assert!(

@@ -513,10 +513,8 @@ mod tests {
         let header = c(r#"{"id":"s1"}"#);
         let mut out = sentinel::<c_char>();
         unsafe {
-            let calls: Vec<(
-                &str,
-                Box<dyn Fn(*mut dsh_store, *const c_char, *mut *mut c_char) -> dsh_status>,
-            )> = vec![
+            type Call = Box<dyn Fn(*mut dsh_store, *const c_char, *mut *mut c_char) -> dsh_status>;
+            let calls: Vec<(&str, Call)> = vec![
                 ("locate", Box::new(|s, a, o| dsh_store_locate(s, a, o))),
                 ("load", Box::new(|s, a, o| dsh_store_load(s, a, o))),
                 ("inspect", Box::new(|s, a, o| dsh_store_inspect(s, a, o))),
