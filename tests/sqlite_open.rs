@@ -142,6 +142,26 @@ fn set_user_version(path: &Path, v: i64) {
 }
 
 #[test]
+fn files_that_are_not_databases_are_refused() {
+    let tmp = TempDir::new("open-notdb");
+    let path = tmp.path().join("sessions.db");
+    fs::write(
+        &path,
+        "this is not a database, just some text that is long enough to fill a header page "
+            .repeat(20),
+    )
+    .unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    let e = refused(&path);
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        support::redact(&e.to_string(), &path)
+            .starts_with("session database at \"<ROOT>\" is not a SQLite database ("),
+        "{e}"
+    );
+}
+
+#[test]
 fn other_schema_versions_are_refused() {
     let (_tmp, path, b) = fresh_db("open-versions");
     b.close().unwrap();

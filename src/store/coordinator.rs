@@ -488,11 +488,22 @@ impl Store {
             live.flush()?;
         }
         let from = from as u64;
-        let scanned = self
+        let mut scanned = self
             .shared
             .backend
             .read_from(id, from)?
             .ok_or_else(|| not_found(id))?;
+        if scanned.events.first().is_some_and(|e| e.seq > 0)
+            && needs_history_for_legacy(&scanned.events)
+        {
+            // A legacy tool/result replace inherits the id of the message it
+            // shadows, which lies before a seeking backend's suffix.
+            scanned = self
+                .shared
+                .backend
+                .read_from(id, 0)?
+                .ok_or_else(|| not_found(id))?;
+        }
         let mut events = scanned.events;
         convert_legacy(id, &mut events)?;
         check_read(id, scanned.raw_log.as_deref(), &self.shared.vocab, &events)?;
@@ -575,11 +586,7 @@ impl Store {
         }
         prepared.published = true;
         if marker {
-            live.append_data(
-                "session/end-seed",
-                json::JsonText::from_trusted("{}"),
-                &Default::default(),
-            )?;
+            live.append_end_seed()?;
         }
         Ok(live)
     }
@@ -623,11 +630,7 @@ impl Store {
             .live
             .insert(id, Arc::downgrade(live.inner()));
         if marker {
-            live.append_data(
-                "session/end-seed",
-                json::JsonText::from_trusted("{}"),
-                &Default::default(),
-            )?;
+            live.append_end_seed()?;
         }
         Ok(live)
     }
@@ -703,6 +706,18 @@ impl Store {
     pub fn is_live(&self, id: &str) -> bool {
         self.shared.live(id).is_some()
     }
+}
+
+/// Whether a suffix holds a pre-identity `tool/result` surface replace,
+/// whose conversion (SPEC §1.9 rule 4) needs the shadowed message.
+fn needs_history_for_legacy(events: &[Event]) -> bool {
+    events.iter().any(|e| {
+        e.event_type == "tool/result"
+            && e.surface_op
+                .as_ref()
+                .is_some_and(|op| op.as_str().contains("replace"))
+            && e.data_field("message").is_none()
+    })
 }
 
 /// A random session id (UUID v4 text) for forks without a child header.

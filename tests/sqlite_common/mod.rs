@@ -92,54 +92,52 @@ pub fn dump_rows(conn: &rusqlite::Connection) -> Vec<Value> {
              typeof(source_event_seqs), surface_op, ignorable FROM events ORDER BY session_id, seq",
         )
         .unwrap();
-    let rows = stmt
-        .query_map([], |r| {
-            use rusqlite::types::Value as V;
-            let data: V = r.get(4)?;
-            let data = match data {
-                V::Text(t) => serde_json::json!({ "text": t }),
-                V::Blob(b) => {
-                    let dec = zstd::stream::decode_all(&b[..]).unwrap();
-                    let head: String = String::from_utf8(dec.clone())
-                        .unwrap()
-                        .chars()
-                        .take(200)
-                        .collect();
-                    serde_json::json!({
-                        "blobBytes": b.len(),
-                        "blobHead": hex(&b[..16.min(b.len())]),
-                        "blobSha256": sha256_hex(&b),
-                        "zstdDecodedBytes": dec.len(),
-                        "zstdDecodedHead": head,
-                        "zstdDecodedSha256": sha256_hex(&dec),
-                    })
-                }
-                other => panic!("unexpected data {other:?}"),
-            };
-            let ses: V = r.get(6)?;
-            let ses = match ses {
-                V::Null => Value::Null,
-                V::Blob(b) => Value::String(hex(&b)),
-                other => panic!("unexpected source_event_seqs {other:?}"),
-            };
-            let ign: Option<i64> = r.get(9)?;
-            Ok(serde_json::json!({
-                "session_id": r.get::<_, String>(0)?,
-                "seq": r.get::<_, i64>(1)?,
-                "type": r.get::<_, String>(2)?,
-                "time": r.get::<_, i64>(3)?,
-                "data": data,
-                "typeof_data": r.get::<_, String>(5)?,
-                "source_event_seqs": ses,
-                "typeof_source_event_seqs": r.get::<_, String>(7)?,
-                "surface_op": r.get::<_, Option<String>>(8)?,
-                "ignorable": ign,
-            }))
-        })
-        .unwrap()
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .unwrap();
-    rows
+    stmt.query_map([], |r| {
+        use rusqlite::types::Value as V;
+        let data: V = r.get(4)?;
+        let data = match data {
+            V::Text(t) => serde_json::json!({ "text": t }),
+            V::Blob(b) => {
+                let dec = zstd::stream::decode_all(&b[..]).unwrap();
+                let head: String = String::from_utf8(dec.clone())
+                    .unwrap()
+                    .chars()
+                    .take(200)
+                    .collect();
+                serde_json::json!({
+                    "blobBytes": b.len(),
+                    "blobHead": hex(&b[..16.min(b.len())]),
+                    "blobSha256": sha256_hex(&b),
+                    "zstdDecodedBytes": dec.len(),
+                    "zstdDecodedHead": head,
+                    "zstdDecodedSha256": sha256_hex(&dec),
+                })
+            }
+            other => panic!("unexpected data {other:?}"),
+        };
+        let ses: V = r.get(6)?;
+        let ses = match ses {
+            V::Null => Value::Null,
+            V::Blob(b) => Value::String(hex(&b)),
+            other => panic!("unexpected source_event_seqs {other:?}"),
+        };
+        let ign: Option<i64> = r.get(9)?;
+        Ok(serde_json::json!({
+            "session_id": r.get::<_, String>(0)?,
+            "seq": r.get::<_, i64>(1)?,
+            "type": r.get::<_, String>(2)?,
+            "time": r.get::<_, i64>(3)?,
+            "data": data,
+            "typeof_data": r.get::<_, String>(5)?,
+            "source_event_seqs": ses,
+            "typeof_source_event_seqs": r.get::<_, String>(7)?,
+            "surface_op": r.get::<_, Option<String>>(8)?,
+            "ignorable": ign,
+        }))
+    })
+    .unwrap()
+    .collect::<rusqlite::Result<Vec<_>>>()
+    .unwrap()
 }
 
 /// The dump's rows without `rowid`, sorted like [`dump_rows`].

@@ -76,8 +76,9 @@ pub struct SqliteBackend {
     store_id: String,
 }
 
-/// Maps a SQLite error: lock timeouts become [`Error::Busy`], the rest I/O
-/// errors naming the database and the operation.
+/// Maps a SQLite error: lock timeouts become [`Error::Busy`], a file that is
+/// not a database an invalid argument, the rest I/O errors naming the
+/// database and the operation.
 pub(crate) fn sql_error(label: &str, context: &str, e: rusqlite::Error) -> Error {
     if let rusqlite::Error::SqliteFailure(f, _) = &e {
         if matches!(
@@ -85,6 +86,11 @@ pub(crate) fn sql_error(label: &str, context: &str, e: rusqlite::Error) -> Error
             rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
         ) {
             return Error::Busy(format!("{label}: {context}: {e}"));
+        }
+        if f.code == rusqlite::ErrorCode::NotADatabase {
+            return Error::invalid(format!(
+                "{label} is not a SQLite database ({context}: {e}); refusing to use it"
+            ));
         }
     }
     Error::io_msg(format!("{label}: {context}: {e}"))
@@ -225,9 +231,11 @@ impl Backend for SqliteBackend {
     }
 
     fn read(&self, id: &str) -> Result<Option<StoredLog>> {
-        let Some(read) = self.with_conn(|c| reader::read_log(c, &self.label, id))? else {
+        // Rows are fetched under the connection lock, decoded outside it.
+        let Some(fetched) = self.with_conn(|c| reader::fetch_log(c, &self.label, id))? else {
             return Ok(None);
         };
+        let read = fetched.scan_log()?;
         Ok(Some(StoredLog {
             revision: self.revision(&read.session.incarnation, read.session.revision),
             header: read.session.header,
@@ -238,10 +246,12 @@ impl Backend for SqliteBackend {
     }
 
     fn read_from(&self, id: &str, from_seq: u64) -> Result<Option<ScannedSuffix>> {
-        let Some(read) = self.with_conn(|c| reader::read_suffix(c, &self.label, id, from_seq))?
+        let Some(fetched) =
+            self.with_conn(|c| reader::fetch_suffix(c, &self.label, id, from_seq))?
         else {
             return Ok(None);
         };
+        let read = fetched.scan_suffix(from_seq)?;
         Ok(Some(ScannedSuffix {
             header: read.session.header,
             events: read.events,

@@ -181,47 +181,44 @@ pub fn scan_rows(
     Ok((events, None))
 }
 
-fn decode_all(rows: &[StoredRow]) -> Vec<(i64, std::result::Result<Record, String>)> {
-    rows.iter().map(|r| (r.seq, rows::decode_row(r))).collect()
+fn decode_all(rows: Vec<StoredRow>) -> Vec<(i64, std::result::Result<Record, String>)> {
+    rows.into_iter()
+        .map(|r| (r.seq, rows::decode_row(r)))
+        .collect()
 }
 
-/// Reads the whole log of `id` in one read transaction.
-pub fn read_log(conn: &mut Connection, label: &str, id: &str) -> Result<Option<LogRead>> {
-    let tx = conn
-        .transaction()
-        .map_err(|e| sql_error(label, "cannot start a read transaction", e))?;
-    let Some(session) = session_row(&tx, label, id)? else {
-        return Ok(None);
-    };
-    let session = readable(session)?;
-    let rows = select_rows(
-        &tx,
-        label,
-        &format!("SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq"),
-        [id],
-        id,
-    )?;
-    tx.finish()
-        .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
-    let (events, torn) = scan_rows(decode_all(&rows), 0)?;
-    Ok(Some(LogRead {
-        session,
-        events,
-        // A torn row with a negative seq sorts first: everything is torn.
-        torn_from: torn.map(|s| s.max(0) as u64),
-    }))
+/// The rows a read fetched under the connection lock; decoding them
+/// ([`FetchedRows::scan_log`], [`FetchedRows::scan_suffix`]) needs no lock.
+#[derive(Debug)]
+pub struct FetchedRows {
+    pub session: SessionRow,
+    pub rows: Vec<StoredRow>,
 }
 
-/// Reads the events with `seq >= k` (SPEC §4.3): seeks to `seq >= k`, plus
-/// the packed rows starting up to `max_members − 1` before `k` that may
-/// cover `k`. The last-turn/end rule applies to the rows read; a torn tail
-/// is dropped.
-pub fn read_suffix(
+/// Fetches the session row and all its event rows, ordered by seq, in one
+/// read transaction. `None` when the session is not stored.
+pub fn fetch_log(conn: &mut Connection, label: &str, id: &str) -> Result<Option<FetchedRows>> {
+    fetch(conn, label, id, None)
+}
+
+/// Fetches the rows a `read_from(id, k)` needs (SPEC §4.3): seeks to
+/// `seq >= k`, plus the packed rows starting up to `max_members − 1` before
+/// `k` that may cover `k`.
+pub fn fetch_suffix(
     conn: &mut Connection,
     label: &str,
     id: &str,
     k: u64,
-) -> Result<Option<LogRead>> {
+) -> Result<Option<FetchedRows>> {
+    fetch(conn, label, id, Some(k))
+}
+
+fn fetch(
+    conn: &mut Connection,
+    label: &str,
+    id: &str,
+    from: Option<u64>,
+) -> Result<Option<FetchedRows>> {
     let tx = conn
         .transaction()
         .map_err(|e| sql_error(label, "cannot start a read transaction", e))?;
@@ -229,43 +226,74 @@ pub fn read_suffix(
         return Ok(None);
     };
     let session = readable(session)?;
-    let k_sql = i64::try_from(k).unwrap_or(i64::MAX);
-    let lookback = PackLimits::SQLITE.max_members as i64 - 1;
-    let rows = select_rows(
-        &tx,
-        label,
-        &format!(
-            "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 \
-             AND (seq >= ?3 OR ignorable = 0) ORDER BY seq"
-        ),
-        params![id, k_sql.saturating_sub(lookback), k_sql],
-        id,
-    )?;
+    let rows = match from {
+        None => select_rows(
+            &tx,
+            label,
+            &format!("SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq"),
+            [id],
+            id,
+        )?,
+        Some(k) => {
+            let k_sql = i64::try_from(k).unwrap_or(i64::MAX);
+            let lookback = PackLimits::SQLITE.max_members as i64 - 1;
+            select_rows(
+                &tx,
+                label,
+                &format!(
+                    "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 \
+                     AND (seq >= ?3 OR ignorable = 0) ORDER BY seq"
+                ),
+                params![id, k_sql.saturating_sub(lookback), k_sql],
+                id,
+            )?
+        }
+    };
     tx.finish()
         .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
-    let mut decoded = decode_all(&rows);
-    // Of the packed rows before k, keep only one that covers k.
-    let before = decoded.iter().take_while(|(seq, _)| *seq < k_sql).count();
-    let cover = decoded[..before]
-        .iter()
-        .rposition(|(_, r)| matches!(r, Ok(rec) if rec.first_seq() + rec.member_count() > k));
-    let mut suffix = decoded.split_off(before);
-    let start = match cover {
-        Some(i) => {
-            let row = decoded.swap_remove(i);
-            let first = row.1.as_ref().map_or(k, Record::first_seq);
-            suffix.insert(0, row);
-            first
-        }
-        None => k,
-    };
-    let (mut events, _torn) = scan_rows(suffix, start)?;
-    events.retain(|e| e.seq >= k);
-    Ok(Some(LogRead {
-        session,
-        events,
-        torn_from: None,
-    }))
+    Ok(Some(FetchedRows { session, rows }))
+}
+
+impl FetchedRows {
+    /// Decodes a full log: the intact events and the torn tail, if any.
+    pub fn scan_log(self) -> Result<LogRead> {
+        let (events, torn) = scan_rows(decode_all(self.rows), 0)?;
+        Ok(LogRead {
+            session: self.session,
+            events,
+            // A torn row with a negative seq sorts first: everything is torn.
+            torn_from: torn.map(|s| s.max(0) as u64),
+        })
+    }
+
+    /// Decodes a suffix fetched for `k`: the events with `seq >= k`. The
+    /// last-turn/end rule applies to the rows read; a torn tail is dropped.
+    pub fn scan_suffix(self, k: u64) -> Result<LogRead> {
+        let k_sql = i64::try_from(k).unwrap_or(i64::MAX);
+        let mut decoded = decode_all(self.rows);
+        // Of the packed rows before k, keep only one that covers k.
+        let before = decoded.iter().take_while(|(seq, _)| *seq < k_sql).count();
+        let cover = decoded[..before]
+            .iter()
+            .rposition(|(_, r)| matches!(r, Ok(rec) if rec.first_seq() + rec.member_count() > k));
+        let mut suffix = decoded.split_off(before);
+        let start = match cover {
+            Some(i) => {
+                let row = decoded.swap_remove(i);
+                let first = row.1.as_ref().map_or(k, Record::first_seq);
+                suffix.insert(0, row);
+                first
+            }
+            None => k,
+        };
+        let (mut events, _torn) = scan_rows(suffix, start)?;
+        events.retain(|e| e.seq >= k);
+        Ok(LogRead {
+            session: self.session,
+            events,
+            torn_from: None,
+        })
+    }
 }
 
 /// The last logical seq of the stored log of `id` (`None` when it has no
@@ -280,14 +308,14 @@ pub fn last_logical_seq(conn: &Connection, label: &str, id: &str) -> Result<Opti
         [id],
         id,
     )?;
-    let Some(row) = rows.first() else {
+    let Some(row) = rows.into_iter().next() else {
         return Ok(None);
     };
+    let seq = row.seq;
     let rec = rows::decode_row(row).map_err(|why| {
         Error::conflict(format!(
-            "session {} ends in an undecodable row at seq {} ({why}); load the session to repair it before appending",
-            quote(id),
-            row.seq
+            "session {} ends in an undecodable row at seq {seq} ({why}); load the session to repair it before appending",
+            quote(id)
         ))
     })?;
     Ok(Some(rec.first_seq() + rec.member_count() - 1))

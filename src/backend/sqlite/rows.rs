@@ -91,9 +91,9 @@ pub fn encode_data(text: &str) -> Value {
 
 /// The JSON text of `data`, decompressing a BLOB (output capped at `cap`
 /// bytes) and requiring valid UTF-8.
-pub fn decode_data(value: &Value, cap: usize) -> Result<String, String> {
+pub fn decode_data(value: Value, cap: usize) -> Result<String, String> {
     match value {
-        Value::Text(t) => Ok(t.clone()),
+        Value::Text(t) => Ok(t),
         Value::Blob(b) => {
             let mut decoder = zstd::stream::read::Decoder::new(&b[..])
                 .map_err(|e| format!("data BLOB is not a zstd frame: {e}"))?;
@@ -179,11 +179,15 @@ fn safe_time(time: i64) -> Result<i64, String> {
 }
 
 fn json_text(text: String, column: &str) -> Result<JsonText, String> {
-    JsonText::parse_verbatim(&text).map_err(|e| format!("{column} is not valid JSON: {e}"))
+    let mut s = json::Scanner::new(&text);
+    s.skip_value()
+        .and_then(|_| s.expect_end())
+        .map_err(|e| format!("{column} is not valid JSON: {e}"))?;
+    Ok(JsonText::from_trusted(text))
 }
 
 /// Decodes a stored row into a record. The error says what is malformed.
-pub fn decode_row(row: &StoredRow) -> Result<Record, String> {
+pub fn decode_row(row: StoredRow) -> Result<Record, String> {
     let seq = safe_seq(row.seq)?;
     let time = safe_time(row.time)?;
     let Value::Text(type_name) = &row.event_type else {
@@ -193,7 +197,7 @@ pub fn decode_row(row: &StoredRow) -> Result<Record, String> {
         if !matches!(row.source_event_seqs, Value::Null) || !matches!(row.surface_op, Value::Null) {
             return Err("packed row carries surface columns".into());
         }
-        let data = decode_data(&row.data, PACKED_DATA_CAP)?;
+        let data = decode_data(row.data, PACKED_DATA_CAP)?;
         let packed = PackedRow::from_parts(type_name, seq, time, &data).map_err(|e| e.0)?;
         return Ok(Record::Packed(packed));
     }
@@ -202,7 +206,7 @@ pub fn decode_row(row: &StoredRow) -> Result<Record, String> {
         Value::Integer(1) => true,
         _ => return Err("ignorable is neither NULL, 0 nor 1".into()),
     };
-    let data = json_text(decode_data(&row.data, SCALAR_DATA_CAP)?, "data")?;
+    let data = json_text(decode_data(row.data, SCALAR_DATA_CAP)?, "data")?;
     let source_event_seqs = match &row.source_event_seqs {
         Value::Null => None,
         Value::Blob(b) => Some(JsonText::from_trusted(
@@ -210,9 +214,9 @@ pub fn decode_row(row: &StoredRow) -> Result<Record, String> {
         )),
         _ => return Err("source_event_seqs is not a BLOB".into()),
     };
-    let surface_op = match &row.surface_op {
+    let surface_op = match row.surface_op {
         Value::Null => None,
-        Value::Text(t) => Some(json_text(t.clone(), "surface_op")?),
+        Value::Text(t) => Some(json_text(t, "surface_op")?),
         _ => return Err("surface_op is not TEXT".into()),
     };
     Ok(Record::Event(Event {
@@ -256,7 +260,7 @@ mod tests {
         assert_eq!(enc.data, Value::Text(r#"{"b":1,"a":[2]}"#.into()));
         assert_eq!(enc.source_event_seqs.as_deref(), Some(&[1u8, 10, 7][..]));
         assert_eq!(enc.ignorable, Some(1));
-        let Record::Event(back) = decode_row(&stored(&enc)).unwrap() else {
+        let Record::Event(back) = decode_row(stored(&enc)).unwrap() else {
             panic!("not an event")
         };
         assert_eq!(
@@ -275,7 +279,7 @@ mod tests {
         assert_eq!(&b[..4], &[0x28, 0xb5, 0x2f, 0xfd]);
         assert_eq!(b[4] & 0x20, 0x20);
         assert_eq!(b[4] & 0x04, 0);
-        assert_eq!(decode_data(&Value::Blob(b), PACKED_DATA_CAP).unwrap(), text);
+        assert_eq!(decode_data(Value::Blob(b), PACKED_DATA_CAP).unwrap(), text);
         let short = format!("\"{}\"", "a".repeat(4000));
         assert!(matches!(encode_data(&short), Value::Text(_)));
     }
@@ -291,11 +295,11 @@ mod tests {
             surface_op: Value::Null,
             ignorable: Value::Null,
         };
-        assert!(decode_row(&base).is_ok());
+        assert!(decode_row(base.clone()).is_ok());
         let bad = |f: &dyn Fn(&mut StoredRow), want: &str| {
             let mut r = base.clone();
             f(&mut r);
-            let e = decode_row(&r).unwrap_err();
+            let e = decode_row(r).unwrap_err();
             assert!(e.contains(want), "{e} does not contain {want}");
         };
         bad(
