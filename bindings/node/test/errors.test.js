@@ -175,7 +175,23 @@ test('closed, from the library', () => {
   s.close();
 });
 
-test('statuses that need a panic or a poisoned store map by table', () => {
+test('invariant', () => {
+  // a result text with a NUL character cannot be a C string
+  const store = Store.open(h.configFor('jsonl', h.tempDir()));
+  const plan = new PlanMode({ section: 'a\u0000b' });
+  const s = store.start({ id: 's' });
+  try {
+    assert.equal(plan.section(s), '');
+    plan.set(s, true);
+    assert.throws(() => plan.section(s), is(dsh.InvariantError, 9, 'invariant', (e) => e.message.includes('NUL')));
+  } finally {
+    s.close();
+    plan.close();
+    store.close();
+  }
+});
+
+test('statuses that need a panic map by table', () => {
   for (const [status, Cls, kind] of [
     [9, dsh.InvariantError, 'invariant'],
     [99, dsh.DshPanicError, 'panic'],

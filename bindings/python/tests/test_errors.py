@@ -205,9 +205,21 @@ def test_closed_from_the_library(tmp_path):
     s.close()  # still releases the handle
 
 
+def test_invariant(tmp_path):
+    # a result text with a NUL character cannot be a C string
+    with Store.open(config_for("jsonl", tmp_path)) as store, PlanMode({"section": "a\u0000b"}) as plan:
+        with store.start({"id": "s"}) as s:
+            assert plan.section(s) == ""
+            plan.set(s, True)
+            with pytest.raises(InvariantError) as e:
+                plan.section(s)
+            check(e.value, InvariantError, 9, "invariant")
+            assert "NUL" in e.value.message
+
+
 def test_status_mapping_of_unreachable_statuses():
-    # DSH_INVARIANT and DSH_PANIC need a poisoned store or a test-only panicking
-    # entry point (not in a release build); the mapping is checked directly.
+    # DSH_PANIC needs a test-only panicking entry point (not in a release
+    # build); the mapping is checked directly.
     for status, cls, kind in [(9, InvariantError, "invariant"), (99, DshPanicError, "panic")]:
         err = _errors.error_for_status(status, "boom", "")
         check(err, cls, status, kind)
