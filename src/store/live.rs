@@ -273,6 +273,15 @@ impl LiveSession {
         Ok(seq)
     }
 
+    /// Appends the `session/end-seed` marker that ends a seed (SPEC §1.7).
+    pub(crate) fn append_end_seed(&self) -> Result<u64> {
+        self.append_data(
+            crate::model::seed::END_SEED,
+            JsonText::from_trusted("{}"),
+            &AppendOptions::default(),
+        )
+    }
+
     /// Writes every pending event now (SPEC §6.1 `flush`).
     pub fn flush(&self) -> Result<()> {
         self.inner.ctrl.flush()
