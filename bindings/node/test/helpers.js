@@ -9,9 +9,16 @@ const path = require('node:path');
 const BACKENDS = ['jsonl', 'jsonl-none', 'sqlite'];
 const FIXTURES = process.env.DSH_FIXTURES || '/work/shared/fixtures/upstream';
 
+const created = [];
+process.on('exit', () => {
+  for (const dir of created) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh 0700 directory, removed when the process exits. */
 function tempDir() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-node-'));
   fs.chmodSync(dir, 0o700);
+  created.push(dir);
   return dir;
 }
 

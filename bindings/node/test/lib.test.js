@@ -57,7 +57,7 @@ test('version check', () => {
 });
 
 test('DSH_PERSIST_LIB is the only place looked at when set', () => {
-  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'dsh-lib-'));
+  const dir = require('./helpers').tempDir();
   const missing = path.join(dir, 'nope.so');
   let r = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(path.resolve(__dirname, '..'))})`], {
     env: { ...process.env, DSH_PERSIST_LIB: missing },
