@@ -4,13 +4,11 @@ logs written by the original implementation (the upstream fixtures)."""
 import json
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
 from dsh_persist import InvalidArgumentError, Store
 from conftest import FIXTURES
-from conv import complete_turn
 
 BIG = 12345678901234567890123456789
 NEG = -98765432109876543210

@@ -3,14 +3,12 @@ code and the library's message; wrong argument types are TypeErrors."""
 
 import ctypes
 import json
-import os
 import subprocess
 import sys
 import time
 
 import pytest
 
-import dsh_persist
 from dsh_persist import (
     BusyError,
     ClosedError,

@@ -13,7 +13,7 @@ import pytest
 
 import dsh_persist
 from dsh_persist import ConflictError, InvalidArgumentError, NotFoundError
-from conv import complete_turn, open_turn_with_call, tool_call, types, user_message
+from conv import complete_turn, tool_call, types, user_message
 
 TESTS = Path(__file__).resolve().parent
 PYTHON_DIR = TESTS.parent
