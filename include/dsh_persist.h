@@ -445,7 +445,7 @@ dsh_status dsh_session_close(dsh_session *session);
 // "extraEventTypes":[]}` or `{"backend":"sqlite","path":…,"journalMode":"wal",
 // "busyTimeoutMs":5000,…}`.
 //
-// - `config_json`: required (non-NULL; borrowed for the call) UTF-8 JSON (non-NULL; borrowed for the call); copied, not retained.
+// - `config_json`: required (non-NULL; borrowed for the call) UTF-8 JSON; copied, not retained.
 // - `out`: required (non-NULL); on `DSH_OK` receives a new handle owned
 //   by the caller, to be released with `dsh_store_close`; untouched on failure.
 //
@@ -474,7 +474,7 @@ dsh_status dsh_store_open(const char *config_json,
 dsh_status dsh_store_close(dsh_store *store);
 
 // Where the session of a header lives, without I/O:
-// `{"kind":"jsonl","path":"/abs/…/session.jsonl.zst"}` (the path may not
+// `{"kind":"jsonl","path":"/abs/…/session.jsonl.zstd"}` (the path may not
 // exist yet), or `null` for SQLite.
 //
 // - `store`: required (non-NULL; borrowed for the call). `header_json`: required session header JSON.

@@ -51,7 +51,7 @@ pub(crate) unsafe fn write_text(
 /// "extraEventTypes":[]}` or `{"backend":"sqlite","path":…,"journalMode":"wal",
 /// "busyTimeoutMs":5000,…}`.
 ///
-/// - `config_json`: required (non-NULL; borrowed for the call) UTF-8 JSON (non-NULL; borrowed for the call); copied, not retained.
+/// - `config_json`: required (non-NULL; borrowed for the call) UTF-8 JSON; copied, not retained.
 /// - `out`: required (non-NULL); on `DSH_OK` receives a new handle owned
 ///   by the caller, to be released with `dsh_store_close`; untouched on failure.
 ///
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn dsh_store_close(store: *mut dsh_store) -> dsh_status {
 }
 
 /// Where the session of a header lives, without I/O:
-/// `{"kind":"jsonl","path":"/abs/…/session.jsonl.zst"}` (the path may not
+/// `{"kind":"jsonl","path":"/abs/…/session.jsonl.zstd"}` (the path may not
 /// exist yet), or `null` for SQLite.
 ///
 /// - `store`: required (non-NULL; borrowed for the call). `header_json`: required session header JSON.
