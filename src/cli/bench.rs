@@ -834,7 +834,25 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
             "ratio > 1 = ours better (vs the original's better run). Peak RSS of the bench process: {} MiB.\n",
             peak.map_or_else(|| "?".into(), |p| format!("{p:.1}"))
         ));
-        text.push_str("The original's figures were taken on the same kind of 2-core VM, not in the same run.\n");
+        let ours = machine_json();
+        let ours_model = json::get_field(&ours, "cpu_model")
+            .and_then(json::as_str)
+            .map(|m| m.decode().into_owned())
+            .unwrap_or_default();
+        let theirs = refs
+            .first()
+            .map(|r| {
+                format!(
+                    "{} ({} CPUs)",
+                    r["machine"]["cpuModel"].as_str().unwrap_or("?"),
+                    r["machine"]["cpus"]
+                )
+            })
+            .unwrap_or_else(|| "-".into());
+        text.push_str(&format!(
+            "Ours: {ours_model} ({} CPUs). The original's: {theirs}. Same kind of VM, not the same machine or run.\n",
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        ));
         print_out(&text);
     }
     drop(scratch);
