@@ -18,6 +18,7 @@
 pub mod backend;
 pub mod codec;
 pub mod error;
+pub mod fault;
 pub mod model;
 pub mod plan;
 pub mod store;
