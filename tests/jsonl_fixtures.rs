@@ -386,7 +386,7 @@ fn torn_tails_in_the_fixtures() {
 
     let (_tmp, root) = fixture_copy("jsonl/jsonl-none-packed");
     let be = open_root(&case_root("jsonl-none-packed"), &root);
-    for (id, cut) in [("torn-a", 3639 - 0), ("torn-b", 3688)] {
+    for (id, cut) in [("torn-a", 3639), ("torn-b", 3688)] {
         let log = be.read(id).unwrap().unwrap();
         let Some(TornTail::Jsonl {
             truncate_to,

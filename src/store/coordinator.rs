@@ -586,11 +586,7 @@ impl Store {
         }
         prepared.published = true;
         if marker {
-            live.append_data(
-                "session/end-seed",
-                json::JsonText::from_trusted("{}"),
-                &Default::default(),
-            )?;
+            live.append_end_seed()?;
         }
         Ok(live)
     }
@@ -634,11 +630,7 @@ impl Store {
             .live
             .insert(id, Arc::downgrade(live.inner()));
         if marker {
-            live.append_data(
-                "session/end-seed",
-                json::JsonText::from_trusted("{}"),
-                &Default::default(),
-            )?;
+            live.append_end_seed()?;
         }
         Ok(live)
     }

@@ -273,6 +273,15 @@ impl LiveSession {
         Ok(seq)
     }
 
+    /// Appends the `session/end-seed` marker that ends a seed (SPEC §1.7).
+    pub(crate) fn append_end_seed(&self) -> Result<u64> {
+        self.append_data(
+            crate::model::seed::END_SEED,
+            JsonText::from_trusted("{}"),
+            &AppendOptions::default(),
+        )
+    }
+
     /// Writes every pending event now (SPEC §6.1 `flush`).
     pub fn flush(&self) -> Result<()> {
         self.inner.ctrl.flush()
@@ -301,8 +310,7 @@ impl LiveSession {
 
     /// Whether the last turn is open.
     pub fn has_open_turn(&self) -> bool {
-        self.inner.log.read().trace.open_turn().is_some()
-            || has_open_turn(&self.inner.log.read().events)
+        has_open_turn(&self.inner.log.read().events)
     }
 
     /// The model-visible transcript (SPEC §1.5 `derive_messages`).

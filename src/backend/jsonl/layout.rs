@@ -217,40 +217,33 @@ pub(crate) fn project_dirs(root: &Path) -> Result<Vec<String>> {
         .collect())
 }
 
-/// Finds the session directory of `id` anywhere under `root` (the id alone
-/// does not name the project). Costs one readdir of the root and one stat
-/// per project directory; the project holding the session is also checked
-/// for flat-layout files. Errors when the id is stored under two projects.
-pub(crate) fn find_session_dir(root: &Path, id: &str) -> Result<Option<PathBuf>> {
+/// The session directories named after `id` under any project of `root`
+/// (the id alone does not name the project). Costs one readdir of the root
+/// and one stat per project directory; each project holding a candidate is
+/// also checked for flat-layout files, and when there is no candidate, a
+/// flat `<project>/<id>.jsonl[.zstd]` file is refused rather than ignored.
+pub(crate) fn find_session_dirs(root: &Path, id: &str) -> Result<Vec<PathBuf>> {
     let escaped = escape_id(id)?;
-    let mut found: Option<PathBuf> = None;
+    let mut found = Vec::new();
     let projects = project_dirs(root)?;
     for project in &projects {
         let dir = root.join(project).join(&escaped);
         match fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => {
-                if let Some(prev) = &found {
-                    return Err(duplicate_error(id, prev, &dir));
-                }
-                found = Some(dir);
-            }
+            Ok(m) if m.is_dir() => found.push(dir),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err("cannot stat", &dir, e)),
         }
     }
-    match &found {
-        Some(dir) => {
-            check_project_dir(dir.parent().expect("session dir has a project"))?;
-        }
-        None => {
-            // An obsolete flat file for this id is refused, not ignored.
-            for project in &projects {
-                for suffix in [".jsonl", ".jsonl.zstd"] {
-                    let flat = root.join(project).join(format!("{escaped}{suffix}"));
-                    if fs::symlink_metadata(&flat).is_ok_and(|m| m.is_file()) {
-                        return Err(flat_layout_error(&flat));
-                    }
+    for dir in &found {
+        check_project_dir(dir.parent().expect("session dir has a project"))?;
+    }
+    if found.is_empty() {
+        for project in &projects {
+            for suffix in [".jsonl", ".jsonl.zstd"] {
+                let flat = root.join(project).join(format!("{escaped}{suffix}"));
+                if fs::symlink_metadata(&flat).is_ok_and(|m| m.is_file()) {
+                    return Err(flat_layout_error(&flat));
                 }
             }
         }

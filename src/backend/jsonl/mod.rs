@@ -128,11 +128,20 @@ impl JsonlBackend {
     }
 
     /// The log file of `id`, found by scanning the project directories.
+    /// Session directories without a log (a creation in progress) do not
+    /// count; two logs for one id are refused.
     fn find_file(&self, id: &str) -> Result<Option<PathBuf>> {
-        match layout::find_session_dir(&self.root, id)? {
-            None => Ok(None),
-            Some(dir) => layout::session_file(&dir, self.compression),
+        let mut found: Option<PathBuf> = None;
+        for dir in layout::find_session_dirs(&self.root, id)? {
+            if let Some(file) = layout::session_file(&dir, self.compression)? {
+                if let Some(prev) = &found {
+                    let prev_dir = prev.parent().expect("log in a session dir");
+                    return Err(layout::duplicate_error(id, prev_dir, &dir));
+                }
+                found = Some(file);
+            }
         }
+        Ok(found)
     }
 
     fn revision_of(&self, path: &Path, identity: &FileIdentity) -> Revision {
@@ -209,6 +218,7 @@ impl JsonlBackend {
     fn list_entries(&self) -> Result<Vec<(SessionHeader, PathBuf, FileIdentity)>> {
         let mut out = Vec::new();
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
+        let mut dec = codec_zstd::FrameDecoder::new();
         for project in layout::project_dirs(&self.root)? {
             let pdir = self.root.join(&project);
             for session in layout::check_project_dir(&pdir)? {
@@ -216,7 +226,9 @@ impl JsonlBackend {
                 let Some(file) = layout::session_file(&sdir, self.compression)? else {
                     continue;
                 };
-                let Some((header, identity)) = reader::peek_header(&file, self.compression)? else {
+                let Some((header, identity)) =
+                    reader::peek_header(&file, self.compression, &mut dec)?
+                else {
                     continue;
                 };
                 self.check_header_path(&header, &file)?;

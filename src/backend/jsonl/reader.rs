@@ -291,7 +291,11 @@ fn scan_plain(file: &mut File, raw_log: &str, path: &Path) -> Result<Scanned> {
         Some(Bad {
             at: Cut::Byte(b), ..
         }) => Some(b),
-        Some(_) => unreachable!("uncompressed cuts are byte offsets"),
+        Some(other) => {
+            return Err(Error::invariant(format!(
+                "uncompressed log {raw_log}: a cut recorded as {other:?}"
+            )));
+        }
         None if !buf.is_empty() => Some(offset),
         None => None,
     };
@@ -394,7 +398,11 @@ fn scan_zstd(buf: &[u8], raw_log: &str) -> Result<Scanned> {
             }
             Some((frame, line_in_frame))
         }
-        Some(_) => unreachable!("zstd cuts are frame lines"),
+        Some(other) => {
+            return Err(Error::invariant(format!(
+                "Zstandard log {raw_log}: a cut recorded as {other:?}"
+            )));
+        }
         None => scan.torn_start.map(|_| (torn_index, torn_lines)),
     };
     let torn = match cut {
@@ -485,9 +493,11 @@ pub fn header_of_text(text: &str, raw_log: &str) -> Result<SessionHeader> {
 /// What `list` reads: the first line (none) or the first frame's first line
 /// (zstd), parsed as a header of any version. `Ok(None)` when the file is
 /// empty, has no complete first line, or its first line is not a header.
+/// `dec` is reused across a listing.
 pub fn peek_header(
     path: &Path,
     compression: Compression,
+    dec: &mut FrameDecoder,
 ) -> Result<Option<(SessionHeader, FileIdentity)>> {
     let mut file = match File::open(path) {
         Ok(f) => f,
@@ -520,8 +530,7 @@ pub fn peek_header(
                 Err(_) => return Ok(None),
                 Ok(Some(f)) => {
                     let mut out = Vec::new();
-                    let end =
-                        FrameDecoder::new().decode(&buf[..f.end as usize], &mut out, |_| Ok(()))?;
+                    let end = dec.decode(&buf[..f.end as usize], &mut out, |_| Ok(()))?;
                     if end != DecodeEnd::Finished {
                         return Ok(None);
                     }

@@ -173,3 +173,36 @@ impl OpenLog {
         Ok(self.identity)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_append_reports_an_io_error() {
+        let full = Path::new("/dev/full");
+        if !full.exists() {
+            return;
+        }
+        let mut log = OpenLog::open(full).unwrap().unwrap();
+        let e = log.append(b"x\n").unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Io);
+        assert!(e.to_string().contains("/dev/full"), "{e}");
+    }
+
+    #[test]
+    fn truncate_then_append_keeps_the_prefix() {
+        let dir = std::env::temp_dir().join(format!("dsh-writer-{}", random_u64()));
+        ensure_dir(&dir).unwrap();
+        let path = dir.join("session.jsonl");
+        create_log(&path, b"h\na\nb\n").unwrap();
+        let e = create_log(&path, b"other\n").unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Conflict);
+        let mut log = OpenLog::open(&path).unwrap().unwrap();
+        log.truncate(4).unwrap();
+        let id = log.append(b"c\n").unwrap();
+        assert_eq!(id.size, 6);
+        assert_eq!(fs::read(&path).unwrap(), b"h\na\nc\n");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

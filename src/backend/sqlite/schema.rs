@@ -223,22 +223,6 @@ pub fn apply_journal_pragmas(
     set_and_verify(conn, label, "synchronous", "FULL", "2")
 }
 
-/// A fresh random UUID v4 (from SQLite's `randomblob`, a CSPRNG).
-pub fn random_uuid(conn: &Connection) -> rusqlite::Result<String> {
-    let mut b: Vec<u8> = conn.query_row("SELECT randomblob(16)", [], |r| r.get(0))?;
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    Ok(format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    ))
-}
-
 type Objects = Vec<(String, String, String, Option<String>)>;
 
 struct Identity {
@@ -284,8 +268,7 @@ pub fn ensure_identity(conn: &mut Connection, label: &str) -> Result<String> {
         // Re-check under the write lock: another opener may have won.
         id = read_identity(&tx, label)?;
         if is_pristine(&id) {
-            let store_id =
-                random_uuid(&tx).map_err(|e| sql_error(label, "cannot generate a store id", e))?;
+            let store_id = crate::uuid::uuid_v4();
             tx.execute_batch(&format!(
                 "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
             ))
@@ -404,15 +387,5 @@ mod tests {
         assert_eq!(JournalMode::parse("WAL").unwrap(), JournalMode::Wal);
         assert_eq!(JournalMode::parse("persist").unwrap(), JournalMode::Persist);
         assert!(JournalMode::parse("off").is_err());
-    }
-
-    #[test]
-    fn uuid_is_v4() {
-        let c = Connection::open_in_memory().unwrap();
-        let u = random_uuid(&c).unwrap();
-        assert_eq!(u.len(), 36);
-        assert_eq!(&u[14..15], "4");
-        assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"));
-        assert_ne!(u, random_uuid(&c).unwrap());
     }
 }

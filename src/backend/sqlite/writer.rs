@@ -12,7 +12,7 @@ use crate::model::json::quote;
 
 use super::reader::{self, SessionRow};
 use super::rows::{self, EncodedRow};
-use super::{schema, sql_error};
+use super::sql_error;
 
 fn begin<'c>(conn: &'c mut Connection, label: &str) -> Result<Transaction<'c>> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
@@ -94,8 +94,7 @@ fn bump_revision(tx: &Transaction<'_>, label: &str, id: &str) -> Result<(String,
 /// the lone surrogates with which the original stored U+FFFD instead
 /// (MANIFEST `sqlite-edge-lone-surrogate`).
 fn insert_session(tx: &Transaction<'_>, label: &str, header: &SessionHeader) -> Result<()> {
-    let incarnation = schema::random_uuid(tx)
-        .map_err(|e| sql_error(label, "cannot generate an incarnation id", e))?;
+    let incarnation = crate::uuid::uuid_v4();
     let h = header;
     tx.execute(
         "INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, \

@@ -1,0 +1,426 @@
+//! Torn tails and corruption: a log cut at any byte of its last two frames
+//! (zstd) or lines (none) reads back every complete record, never panics and
+//! never loses an earlier record; bad lines are corruption only when a later
+//! line is a `turn/end`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use dsh_persist::backend::jsonl::{Compression, JsonlBackend, JsonlConfig, frames};
+use dsh_persist::backend::{Backend, Expect, TornTail};
+use dsh_persist::error::ErrorKind;
+use dsh_persist::model::event::Event;
+use dsh_persist::model::header::SessionHeader;
+use support::*;
+
+fn backend(root: &Path, compression: Compression) -> JsonlBackend {
+    JsonlBackend::open(JsonlConfig {
+        root: root.to_path_buf(),
+        compression,
+        pack_chunks: true,
+    })
+    .unwrap()
+}
+
+fn ev(seq: u64, ty: &str, data: &str) -> Event {
+    Event::parse(&format!(
+        r#"{{"type":"{ty}","seq":{seq},"time":{},"data":{data}}}"#,
+        1000 + seq
+    ))
+    .unwrap()
+}
+
+fn delta(seq: u64, text: &str) -> Event {
+    ev(
+        seq,
+        "assistant/chunk",
+        &format!(
+            r#"{{"turn":1,"step":1,"chunk":{{"type":"text-delta","index":0,"text":"{text}"}}}}"#
+        ),
+    )
+}
+
+/// A session in three batches; with `big`, the last one spans several zstd
+/// blocks (poorly compressible text, > 128 KiB).
+fn batches(big: bool) -> Vec<Vec<Event>> {
+    let mut seq = 0;
+    let mut next = |f: &dyn Fn(u64) -> Event| {
+        let e = f(seq);
+        seq += 1;
+        e
+    };
+    let mut b1 = vec![next(&|s| ev(s, "turn/start", r#"{"turn":1}"#))];
+    b1.push(next(&|s| ev(s, "step/start", r#"{"turn":1,"step":1}"#)));
+    let b2: Vec<Event> = (0..5)
+        .map(|i| next(&|s| delta(s, &format!("t{i}"))))
+        .collect();
+    let mut noise = String::new();
+    let mut x: u64 = 0x2545F4914F6CDD1D;
+    for _ in 0..200_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        noise.push(char::from(b'a' + (x % 26) as u8));
+    }
+    let mut b3: Vec<Event> = (0..4)
+        .map(|i| next(&|s| delta(s, &format!("u{i}"))))
+        .collect();
+    let piece = if big { 50_000 } else { 20 };
+    for i in 0..4 {
+        let big = noise[i * piece..(i + 1) * piece].to_string();
+        b3.push(next(&|s| delta(s, &big)));
+        b3.push(next(&|s| ev(s, "step/end", r#"{"turn":1,"step":1}"#)));
+    }
+    b3.push(next(&|s| {
+        ev(s, "turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#)
+    }));
+    vec![b1, b2, b3]
+}
+
+fn write_log(root: &Path, compression: Compression, big: bool) -> (PathBuf, Vec<Event>, Vec<u64>) {
+    let be = backend(root, compression);
+    let header = SessionHeader::new("cut", 1);
+    let mut rev = None;
+    let mut all = Vec::new();
+    let mut ends = Vec::new();
+    for b in batches(big) {
+        let expect = match &rev {
+            None => Expect::New,
+            Some(r) => Expect::At(r),
+        };
+        rev = Some(be.append(&header, &b, expect).unwrap());
+        all.extend(b);
+        let path = root.join("_no-cwd/cut").join(compression.file_name());
+        ends.push(std::fs::metadata(&path).unwrap().len());
+    }
+    (
+        root.join("_no-cwd/cut").join(compression.file_name()),
+        all,
+        ends,
+    )
+}
+
+#[test]
+fn zstd_cut_at_every_byte_of_the_last_two_frames() {
+    zstd_cuts(false, 1);
+}
+
+#[test]
+fn zstd_cuts_through_a_multi_block_frame() {
+    zstd_cuts(true, 41);
+}
+
+fn zstd_cuts(big: bool, stride: usize) {
+    let tmp = TempDir::new("cutz");
+    let (path, all, _) = write_log(tmp.path(), Compression::Zstd, big);
+    let full = std::fs::read(&path).unwrap();
+    let scan = frames::scan(&full).unwrap();
+    assert_eq!(scan.frames.len(), 4);
+    let f2 = scan.frames[2];
+    let f3 = scan.frames[3];
+    // Events fully held by frames 0..=k (frame 0 is the header).
+    let complete_after = [0usize, 2, 7, all.len()];
+    let be = backend(tmp.path(), Compression::Zstd);
+    let cuts: Vec<usize> = (f2.start as usize..full.len())
+        .filter(|c| {
+            stride == 1
+                || (c - f2.start as usize) % stride == 0
+                || *c < f3.start as usize + 64
+                || *c + 64 > full.len()
+        })
+        .collect();
+    for cut in cuts {
+        std::fs::write(&path, &full[..cut]).unwrap();
+        let log = be
+            .read("cut")
+            .unwrap_or_else(|e| panic!("cut {cut}: {e}"))
+            .unwrap();
+        let frame = if cut < f3.start as usize { 2 } else { 3 };
+        let lo = complete_after[frame - 1];
+        let hi = complete_after[frame];
+        let n = log.events.len();
+        assert!(
+            n >= lo && n <= hi,
+            "cut {cut}: {n} events, want {lo}..={hi}"
+        );
+        assert_eq!(log.events[..], all[..n], "cut {cut}: a prefix of the log");
+        if cut == f2.start as usize || cut == f3.start as usize {
+            assert_eq!(log.torn, None, "cut {cut} at a frame boundary");
+            continue;
+        }
+        let start = if frame == 2 { f2.start } else { f3.start };
+        match &log.torn {
+            Some(TornTail::Jsonl {
+                truncate_to,
+                recovered,
+            }) => {
+                assert_eq!(*truncate_to, start, "cut {cut}");
+                let recovered_events: u64 = recovered
+                    .iter()
+                    .map(|l| {
+                        dsh_persist::codec::chunk_rows::Record::parse_line(l)
+                            .unwrap()
+                            .member_count()
+                    })
+                    .sum();
+                assert_eq!(lo + recovered_events as usize, n, "cut {cut}");
+            }
+            other => panic!("cut {cut}: {other:?}"),
+        }
+    }
+    if !big {
+        return;
+    }
+    // The repair of a cut inside the big frame keeps the recovered records.
+    let cut = full.len() - 3 * 1024;
+    std::fs::write(&path, &full[..cut]).unwrap();
+    let log = be.read("cut").unwrap().unwrap();
+    let kept = log.events.len();
+    assert!(
+        kept > complete_after[2],
+        "the cut frame yields complete lines"
+    );
+    let rev = be.commit_repair("cut", &log, &[]).unwrap();
+    assert_ne!(rev, log.revision);
+    let again = be.read("cut").unwrap().unwrap();
+    assert_eq!(again.torn, None);
+    assert_eq!(again.events, log.events);
+    let bytes = std::fs::read(&path).unwrap();
+    let rescan = frames::scan(&bytes).unwrap();
+    assert_eq!(rescan.torn_start, None);
+    assert_eq!(
+        rescan.frames.len(),
+        4,
+        "recovered records re-appended as one frame"
+    );
+    assert_eq!(rescan.frames[3].start, f3.start);
+}
+
+#[test]
+fn none_cut_at_every_byte_of_the_last_two_lines() {
+    let tmp = TempDir::new("cutn");
+    let (path, all, _) = write_log(tmp.path(), Compression::None, false);
+    let full = std::fs::read(&path).unwrap();
+    let nls: Vec<usize> = full
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .map(|(i, _)| i)
+        .collect();
+    let start = nls[nls.len() - 3] + 1;
+    let be = backend(tmp.path(), Compression::None);
+    for cut in start..=full.len() {
+        std::fs::write(&path, &full[..cut]).unwrap();
+        let log = be
+            .read("cut")
+            .unwrap_or_else(|e| panic!("cut {cut}: {e}"))
+            .unwrap();
+        let complete = full[..cut].iter().filter(|b| **b == b'\n').count() - 1;
+        let mut want = 0u64;
+        for line in String::from_utf8_lossy(&full[..cut])
+            .lines()
+            .skip(1)
+            .take(complete)
+        {
+            want += dsh_persist::codec::chunk_rows::Record::parse_line(line)
+                .unwrap()
+                .member_count();
+        }
+        assert_eq!(log.events.len() as u64, want, "cut {cut}");
+        assert_eq!(log.events[..], all[..want as usize], "cut {cut}");
+        let at_boundary = full[cut - 1] == b'\n';
+        match (&log.torn, at_boundary) {
+            (None, true) => {}
+            (
+                Some(TornTail::Jsonl {
+                    truncate_to,
+                    recovered,
+                }),
+                false,
+            ) => {
+                assert!(recovered.is_empty());
+                assert_eq!(full[*truncate_to as usize - 1], b'\n', "cut {cut}");
+                assert!((*truncate_to as usize) < cut);
+            }
+            (t, b) => panic!("cut {cut}: torn {t:?}, boundary {b}"),
+        }
+    }
+}
+
+#[test]
+fn flipped_bytes_in_the_last_frame_are_torn_or_corrupt_never_a_panic() {
+    let tmp = TempDir::new("flip");
+    let (path, all, _) = write_log(tmp.path(), Compression::Zstd, true);
+    let full = std::fs::read(&path).unwrap();
+    let scan = frames::scan(&full).unwrap();
+    let f3 = scan.frames[3];
+    let be = backend(tmp.path(), Compression::Zstd);
+    let step = ((f3.end - f3.start) / 300).max(1) as usize;
+    for at in (f3.start as usize..full.len()).step_by(step) {
+        let mut bytes = full.clone();
+        bytes[at] ^= 0x5A;
+        std::fs::write(&path, &bytes).unwrap();
+        match be.read("cut") {
+            Ok(Some(log)) => {
+                assert!(log.events.len() >= 7, "flip at {at}: earlier frames intact");
+                assert_eq!(log.events[..7], all[..7]);
+            }
+            Ok(None) => panic!("flip at {at}: vanished"),
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Corruption, "flip at {at}: {e}"),
+        }
+    }
+}
+
+fn raw_log(root: &Path, lines: &[&str]) -> JsonlBackend {
+    let dir = root.join("_no-cwd/r");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = String::from(
+        "{\"type\":\"session\",\"version\":0,\"id\":\"r\",\"createdAt\":1,\"delegationDepth\":0}\n",
+    );
+    for l in lines {
+        text.push_str(l);
+    }
+    std::fs::write(dir.join("session.jsonl"), text).unwrap();
+    backend(root, Compression::None)
+}
+
+#[test]
+fn bad_lines_are_torn_unless_a_later_line_is_a_turn_end() {
+    let ts = r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#;
+    let te = |seq: u64| {
+        format!(
+            r#"{{"type":"turn/end","seq":{seq},"time":1,"data":{{"turn":1,"reason":{{"kind":"completed"}}}}}}"#
+        )
+    };
+    let gap = r#"{"type":"turn/start","seq":5,"time":1,"data":{"turn":2}}"#;
+    let bad_row = r#"{"type":"text-chunks","seq0":1,"time0":1,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b","c"]}}"#;
+    let cases: Vec<(Vec<String>, Result<usize, &str>)> = vec![
+        // garbage then a turn/end: corruption at record line 2
+        (
+            vec![
+                format!("{ts}\n"),
+                "garbage\n".into(),
+                format!("{}\n", te(1)),
+            ],
+            Err("corrupt session log: unparsable committed event at line 2"),
+        ),
+        // garbage with no later turn/end: torn from the garbage on
+        (
+            vec![format!("{ts}\n"), "garbage\n".into(), format!("{gap}\n")],
+            Ok(1),
+        ),
+        // a seq gap followed by a turn/end
+        (
+            vec![
+                format!("{ts}\n"),
+                format!("{gap}\n"),
+                format!("{}\n", te(6)),
+            ],
+            Err("corrupt session log: seq gap in committed region at line 2 (expected 1, got 5)"),
+        ),
+        // a malformed packed row counts as unparsable
+        (
+            vec![
+                format!("{ts}\n"),
+                format!("{bad_row}\n"),
+                format!("{}\n", te(4)),
+            ],
+            Err("corrupt session log: unparsable committed event at line 2"),
+        ),
+        (vec![format!("{ts}\n"), format!("{bad_row}\n")], Ok(1)),
+        // a torn final turn/end does not make an earlier bad line fatal
+        (vec![format!("{ts}\n"), "garbage\n".into(), te(2)], Ok(1)),
+        // a complete record without its newline is torn
+        (vec![format!("{ts}\n"), te(1)], Ok(1)),
+    ];
+    for (i, (lines, want)) in cases.into_iter().enumerate() {
+        let tmp = TempDir::new("bad");
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let be = raw_log(tmp.path(), &refs);
+        match (be.read("r"), want) {
+            (Ok(Some(log)), Ok(n)) => {
+                assert_eq!(log.events.len(), n, "case {i}");
+                assert!(log.torn.is_some(), "case {i}");
+            }
+            (Err(e), Err(m)) => {
+                assert_eq!(e.to_string(), m, "case {i}");
+                assert_eq!(e.kind(), ErrorKind::Corruption);
+            }
+            (got, want) => panic!("case {i}: got {got:?}, want {want:?}"),
+        }
+    }
+}
+
+#[test]
+fn foreign_versions_are_refused_before_anything_else() {
+    let tmp = TempDir::new("ver");
+    let dir = tmp.path().join("_no-cwd/v");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A newer version with an otherwise invalid header and garbage after it.
+    std::fs::write(
+        dir.join("session.jsonl"),
+        "{\"type\":\"session\",\"version\":2,\"id\":\"v\",\"bogus\":true}\ngarbage\n{\"type\":\"turn/end\"}\n",
+    )
+    .unwrap();
+    let be = backend(tmp.path(), Compression::None);
+    let e = be.read("v").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::FormatUnsupported);
+    assert_eq!(
+        redact(&e.to_string(), tmp.path()),
+        "session \"v\" uses log format v2, but this harness reads only v0: the log was written by a newer harness \u{2014} upgrade the harness to open it (raw log: <ROOT>/_no-cwd/v/session.jsonl)"
+    );
+}
+
+#[test]
+fn zstd_files_without_a_header_frame_or_with_bad_structure_are_corrupt() {
+    let tmp = TempDir::new("hdr");
+    let (path, _, _) = write_log(tmp.path(), Compression::Zstd, false);
+    let full = std::fs::read(&path).unwrap();
+    let be = backend(tmp.path(), Compression::Zstd);
+    // Cut inside the header frame.
+    std::fs::write(&path, &full[..10]).unwrap();
+    let e = be.read("cut").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption);
+    assert!(e.to_string().contains("no complete header frame"), "{e}");
+    // Reserved descriptor bits in a later frame.
+    let scan = frames::scan(&full).unwrap();
+    let mut bytes = full.clone();
+    bytes[scan.frames[2].start as usize + 4] |= 0x10;
+    std::fs::write(&path, &bytes).unwrap();
+    let e = be.read("cut").unwrap_err();
+    assert!(e.to_string().contains("reserved header bits"), "{e}");
+}
+
+#[test]
+fn reads_racing_an_appender_see_a_consistent_prefix() {
+    let tmp = TempDir::new("race");
+    let root = tmp.path().to_path_buf();
+    let header = SessionHeader::new("race", 1);
+    let all: Vec<Event> = (0..600).map(|s| delta(s, &format!("x{s}"))).collect();
+    let be = backend(&root, Compression::Zstd);
+    let mut rev = be.append(&header, &all[..3], Expect::New).unwrap();
+    let writer_events = all.clone();
+    let writer = std::thread::spawn(move || {
+        for chunk in writer_events[3..].chunks(3) {
+            rev = be.append(&header, chunk, Expect::At(&rev)).unwrap();
+        }
+    });
+    let reader = backend(&root, Compression::Zstd);
+    let mut reads = 0;
+    while !writer.is_finished() || reads == 0 {
+        match reader.read("race") {
+            Ok(Some(log)) => {
+                let n = log.events.len();
+                assert_eq!(log.events[..], all[..n]);
+                reads += 1;
+            }
+            Ok(None) => panic!("vanished"),
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Conflict, "{e}"),
+        }
+    }
+    writer.join().unwrap();
+    let log = reader.read("race").unwrap().unwrap();
+    assert_eq!(log.events, all);
+    assert_eq!(log.torn, None);
+}
