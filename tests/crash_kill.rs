@@ -357,12 +357,23 @@ struct RunOutput {
 }
 
 /// Spawns a child, kills it after `delay`, returns what it printed.
-fn run_child(kind: Kind, location: &Path, id: &str, write_delay: u64, delay: Duration) -> RunOutput {
+fn run_child(
+    kind: Kind,
+    location: &Path,
+    id: &str,
+    write_delay: u64,
+    delay: Duration,
+) -> RunOutput {
     let exe = std::env::current_exe().unwrap();
     let stderr_path = location.with_extension("stderr");
     let stderr = std::fs::File::create(&stderr_path).unwrap();
     let mut child = Command::new(exe)
-        .args(["--exact", "child_process", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_process",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(
             CHILD_ENV,
             format!("{}|{}|{id}|{write_delay}", kind.name(), location.display()),
@@ -398,10 +409,10 @@ fn run_child(kind: Kind, location: &Path, id: &str, write_delay: u64, delay: Dur
     reader.join().unwrap();
     let lines = lines.lock().unwrap();
     let number = |prefix: &str| {
-        lines
-            .iter()
-            .rev()
-            .find_map(|l| l.strip_prefix(prefix).map(|n| n.trim().parse::<u64>().unwrap()))
+        lines.iter().rev().find_map(|l| {
+            l.strip_prefix(prefix)
+                .map(|n| n.trim().parse::<u64>().unwrap())
+        })
     };
     RunOutput {
         start_len: number("start "),
@@ -427,9 +438,7 @@ fn load_copy(
     }
     let store = Store::open(kind.config(&copy, 200))?;
     let needs_repair = match store.backend().read(id) {
-        Ok(Some(log)) => {
-            log.torn.is_some() || dsh_persist::store::view::has_open_turn(&log.events)
-        }
+        Ok(Some(log)) => log.torn.is_some() || dsh_persist::store::view::has_open_turn(&log.events),
         _ => false,
     };
     let result = match store.load(id) {
@@ -480,7 +489,10 @@ fn check_log(ctx: &str, loaded: &[Event], acked: &[String]) -> usize {
         match loaded.get(seq) {
             Some(e) if &e.to_json() == want => {}
             Some(e) => {
-                eprintln!("{ctx}: seq {seq} differs:\n  want {want}\n  got  {}", e.to_json());
+                eprintln!(
+                    "{ctx}: seq {seq} differs:\n  want {want}\n  got  {}",
+                    e.to_json()
+                );
                 lost += 1;
             }
             None => {
@@ -570,10 +582,7 @@ fn crash_run(kind: Kind) {
             Some(n) => {
                 let n = n as usize;
                 assert!(n + 1 >= acked.len(), "{ctx}: durable went backwards");
-                let mut all: Vec<String> = history
-                    .iter()
-                    .map(Event::to_json)
-                    .collect();
+                let mut all: Vec<String> = history.iter().map(Event::to_json).collect();
                 all.extend(
                     expected_appends(&history, n + 1 - history.len())
                         .iter()
@@ -654,7 +663,8 @@ fn workload_model_matches_a_live_session() {
         let next = Arc::new(AtomicI64::new(0));
         let c = next.clone();
         let clock = Arc::new(move || time_of(c.fetch_add(1, Ordering::SeqCst) as u64));
-        let store = Store::with_backend(open_backend(&config.backend).unwrap(), config, Some(clock));
+        let store =
+            Store::with_backend(open_backend(&config.backend).unwrap(), config, Some(clock));
         let live = store.start(SessionHeader::new("m", T0 as u64)).unwrap();
         let append = AppendOptions {
             surface_op: Some("\"append\"".into()),
@@ -662,7 +672,11 @@ fn workload_model_matches_a_live_session() {
         };
         let history = if resumed {
             for s in turn_steps(1).into_iter().take(5) {
-                let o = if s.append_op { &append } else { &AppendOptions::default() };
+                let o = if s.append_op {
+                    &append
+                } else {
+                    &AppendOptions::default()
+                };
                 live.append(s.ty, &s.data, o).unwrap();
             }
             live.close().unwrap();
@@ -673,7 +687,11 @@ fn workload_model_matches_a_live_session() {
             let live2 = store.publish(p).unwrap();
             for t in first_turn(&h)..first_turn(&h) + 3 {
                 for s in turn_steps(t) {
-                    let o = if s.append_op { &append } else { &AppendOptions::default() };
+                    let o = if s.append_op {
+                        &append
+                    } else {
+                        &AppendOptions::default()
+                    };
                     live2.append(s.ty, &s.data, o).unwrap();
                 }
             }
@@ -682,7 +700,11 @@ fn workload_model_matches_a_live_session() {
         } else {
             for t in 1..=3 {
                 for s in turn_steps(t) {
-                    let o = if s.append_op { &append } else { &AppendOptions::default() };
+                    let o = if s.append_op {
+                        &append
+                    } else {
+                        &AppendOptions::default()
+                    };
                     live.append(s.ty, &s.data, o).unwrap();
                 }
             }

@@ -264,6 +264,7 @@ struct Driver {
     committed: Vec<Event>,
     /// JSONL file length after the last successful step.
     committed_len: u64,
+    created: bool,
 }
 
 impl Driver {
@@ -276,6 +277,7 @@ impl Driver {
             live: None,
             committed: Vec::new(),
             committed_len: 0,
+            created: false,
         }
     }
 
@@ -303,7 +305,10 @@ impl Driver {
     fn run(&mut self, scenario: Scenario, i: usize) -> Result<(), Error> {
         let log = log_file(&self.store);
         match (scenario, i) {
-            (Scenario::Cold, 0) => self.store.create(header())?,
+            (Scenario::Cold, 0) if !self.created => {
+                self.store.create(header())?;
+                self.created = true;
+            }
             (Scenario::Cold, 4) => {
                 self.store.close()?;
                 inject_torn_tail(self.kind, &self.location, &log, self.committed.len() as u64);
@@ -334,7 +339,11 @@ impl Driver {
                 let want: Vec<(&str, String, bool)> = match i {
                     0 => turn(1),
                     1 => turn(2)[..5].to_vec(),
-                    2 => turn(2)[5..].iter().cloned().chain(turn(3)[..7].to_vec()).collect(),
+                    2 => turn(2)[5..]
+                        .iter()
+                        .cloned()
+                        .chain(turn(3)[..7].to_vec())
+                        .collect(),
                     _ => Vec::new(),
                 };
                 let all = turn(1).len() + turn(2).len() + 7;
@@ -418,8 +427,12 @@ fn final_log(kind: Kind, dir: &Path) -> Vec<String> {
 fn check_scenario(kind: Kind, scenario: Scenario) -> Figures {
     // Baseline: count the calls, keep the fault-free final log.
     let base_dir = TempDir::new("fault-base");
-    let (mut d, failure, _, calls) = run_with(kind, scenario, base_dir.path(), Plan::count_only());
-    assert!(failure.is_none(), "baseline failed: {:?}", failure.map(|f| f.1.to_string()));
+    let (d, failure, _, calls) = run_with(kind, scenario, base_dir.path(), Plan::count_only());
+    assert!(
+        failure.is_none(),
+        "baseline failed: {:?}",
+        failure.map(|f| f.1.to_string())
+    );
     d.store.close().unwrap();
     let baseline = final_log(kind, base_dir.path());
     let trace = {
@@ -443,16 +456,30 @@ fn check_scenario(kind: Kind, scenario: Scenario) -> Figures {
     }
     for n in 1..=calls + 1 {
         for sticky in [false, true] {
-            let plan = if sticky { Plan::sticky(n) } else { Plan::once(n) };
-            let ctx = format!("{kind:?} {scenario:?} fault at call {n} ({:?}), {plan:?}", trace.get(n as usize - 1));
+            let plan = if sticky {
+                Plan::sticky(n)
+            } else {
+                Plan::once(n)
+            };
+            let ctx = format!(
+                "{kind:?} {scenario:?} fault at call {n} ({:?}), {plan:?}",
+                trace.get(n as usize - 1)
+            );
             let dir = TempDir::new("fault-run");
             let (mut d, failure, fired, _) = run_with(kind, scenario, dir.path(), plan);
             figures.runs += 1;
             if n > calls {
-                assert!(fired.is_empty() && failure.is_none(), "{ctx}: past the last call");
+                assert!(
+                    fired.is_empty() && failure.is_none(),
+                    "{ctx}: past the last call"
+                );
                 continue;
             }
-            assert_eq!(fired.first().map(|f| f.0), Some(n), "{ctx}: the fault did not fire");
+            assert_eq!(
+                fired.first().map(|f| f.0),
+                Some(n),
+                "{ctx}: the fault did not fire"
+            );
             let op = fired[0].1;
             let failed_step = match &failure {
                 Some((step, e)) => {
@@ -482,10 +509,22 @@ fn check_scenario(kind: Kind, scenario: Scenario) -> Figures {
             expect.extend(closers(&committed));
             let log = log_file(&d.store);
             if !sticky || failed_step.is_none() {
-                assert_eq!(json_of(&loaded), json_of(&expect), "{ctx}: the fresh load differs from the committed events");
-                let cold_append = scenario == Scenario::Cold && !matches!(failed_step, Some(4) | Some(5));
-                if log.is_some() && failed_step.is_some() && (cold_append || scenario == Scenario::Live) {
-                    assert_eq!(file_len(&log), d.committed_len, "{ctx}: the log is not back at its committed length");
+                assert_eq!(
+                    json_of(&loaded),
+                    json_of(&expect),
+                    "{ctx}: the fresh load differs from the committed events"
+                );
+                let cold_append =
+                    scenario == Scenario::Cold && !matches!(failed_step, Some(4) | Some(5));
+                if log.is_some()
+                    && failed_step.is_some()
+                    && (cold_append || scenario == Scenario::Live)
+                {
+                    assert_eq!(
+                        file_len(&log),
+                        d.committed_len,
+                        "{ctx}: the log is not back at its committed length"
+                    );
                 }
             } else {
                 // Sticky: the rollback failed too. Whatever survives beyond
@@ -494,10 +533,21 @@ fn check_scenario(kind: Kind, scenario: Scenario) -> Figures {
                 let step = failed_step.unwrap();
                 let batch = match scenario {
                     Scenario::Cold => d.batch(scenario, step),
-                    Scenario::Live => d.live.as_ref().map(|l| l.events(committed.len() as u64)).unwrap_or_default(),
+                    Scenario::Live => d
+                        .live
+                        .as_ref()
+                        .map(|l| l.events(committed.len() as u64))
+                        .unwrap_or_default(),
                 };
-                assert!(loaded.len() >= committed.len(), "{ctx}: committed events lost");
-                assert_eq!(json_of(&loaded[..committed.len()]), json_of(&committed), "{ctx}: committed events differ");
+                assert!(
+                    loaded.len() >= committed.len(),
+                    "{ctx}: committed events lost"
+                );
+                assert_eq!(
+                    json_of(&loaded[..committed.len()]),
+                    json_of(&committed),
+                    "{ctx}: committed events differ"
+                );
                 let mut p = 0;
                 while committed.len() + p < loaded.len()
                     && p < batch.len()
@@ -509,7 +559,11 @@ fn check_scenario(kind: Kind, scenario: Scenario) -> Figures {
                 kept.extend(batch[..p].iter().cloned());
                 let mut expect = kept.clone();
                 expect.extend(closers(&kept));
-                assert_eq!(json_of(&loaded), json_of(&expect), "{ctx}: beyond the committed events only a prefix of the failed batch and closers may remain");
+                assert_eq!(
+                    json_of(&loaded),
+                    json_of(&expect),
+                    "{ctx}: beyond the committed events only a prefix of the failed batch and closers may remain"
+                );
                 let _ = op;
             }
             // A single fault: retry and finish on the same store; the result
@@ -519,7 +573,11 @@ fn check_scenario(kind: Kind, scenario: Scenario) -> Figures {
                     finish(&mut d, scenario, step, &ctx);
                 }
                 d.store.close().unwrap();
-                assert_eq!(final_log(kind, dir.path()), baseline, "{ctx}: the log after retrying differs from a fault-free run");
+                assert_eq!(
+                    final_log(kind, dir.path()),
+                    baseline,
+                    "{ctx}: the log after retrying differs from a fault-free run"
+                );
             } else {
                 let _ = d.store.close();
             }
