@@ -29,15 +29,40 @@ impl Rng {
     }
 
     fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
     }
 }
 
 const INTERESTING: &[&[u8]] = &[
-    b"\n", b"\"", b"\\", b"{", b"}", b"[", b"]", b",", b":", b"0", b"-", b"1e999",
-    b"9007199254740993", b"-9223372036854775808", b"\\ud800", b"\\u0000", b"null",
-    b"\"seq\":", b"\"type\":", b"\"data\":", b"\xff", b"\xc3", b"\xf0\x9f",
-    b"text-chunks", b"\x28\xb5\x2f\xfd",
+    b"\n",
+    b"\"",
+    b"\\",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b"0",
+    b"-",
+    b"1e999",
+    b"9007199254740993",
+    b"-9223372036854775808",
+    b"\\ud800",
+    b"\\u0000",
+    b"null",
+    b"\"seq\":",
+    b"\"type\":",
+    b"\"data\":",
+    b"\xff",
+    b"\xc3",
+    b"\xf0\x9f",
+    b"text-chunks",
+    b"\x28\xb5\x2f\xfd",
 ];
 
 /// One random mutation of `input` (byte flips, inserts, deletes, splices of
@@ -103,13 +128,20 @@ fn smoke_fuzz_every_target() {
     for (name, run) in targets::TARGETS {
         let started = std::time::Instant::now();
         let corpus = &seeds[name];
-        assert!(corpus.len() > 1 || *name == "jsonl_log", "no seeds for {name}");
+        assert!(
+            corpus.len() > 1 || *name == "jsonl_log",
+            "no seeds for {name}"
+        );
         for s in corpus {
             run(s);
         }
         let mut rng = Rng(0x5EED ^ name.len() as u64);
         // The whole-file reader writes a file per input: fewer rounds.
-        let rounds = if *name == "jsonl_log" { iters / 10 } else { iters };
+        let rounds = if *name == "jsonl_log" {
+            iters / 10
+        } else {
+            iters
+        };
         for i in 0..rounds {
             let a = &corpus[rng.below(corpus.len())];
             let b = &corpus[rng.below(corpus.len())];
@@ -134,9 +166,8 @@ fn smoke_fuzz_every_target() {
 #[test]
 #[ignore = "writes the seed corpus for cargo-fuzz (fuzz/run-all.sh)"]
 fn write_seed_corpus() {
-    let dir = std::path::PathBuf::from(
-        std::env::var("DSH_FUZZ_CORPUS").expect("DSH_FUZZ_CORPUS=<dir>"),
-    );
+    let dir =
+        std::path::PathBuf::from(std::env::var("DSH_FUZZ_CORPUS").expect("DSH_FUZZ_CORPUS=<dir>"));
     for (name, corpus) in seeds_by_target() {
         let d = dir.join(name);
         std::fs::create_dir_all(&d).unwrap();

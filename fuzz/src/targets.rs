@@ -8,10 +8,10 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
+use dsh_persist::backend::jsonl::Compression;
 use dsh_persist::backend::jsonl::codec_zstd::FrameDecoder;
 use dsh_persist::backend::jsonl::frames;
 use dsh_persist::backend::jsonl::reader;
-use dsh_persist::backend::jsonl::Compression;
 use dsh_persist::backend::sqlite::rows::{self, StoredRow};
 use dsh_persist::backend::sqlite::varint;
 use dsh_persist::codec::chunk_rows::{PackedRow, Record};
@@ -98,7 +98,10 @@ pub fn record_line(data: &[u8]) {
     record.write_json(&mut again);
     let reparsed = Record::parse_line(&again)
         .unwrap_or_else(|e| panic!("written record does not parse: {e}: {again}"));
-    assert!(records_equal(&record, &reparsed), "round trip differs: {again}");
+    assert!(
+        records_equal(&record, &reparsed),
+        "round trip differs: {again}"
+    );
 }
 
 /// The whole JSONL read path (raw encoding): header, line rules, torn tails,
@@ -158,7 +161,12 @@ pub fn zstd_frames(data: &[u8]) {
     }
 }
 
-const ROW_TAGS: [&str; 4] = ["text-chunks", "reasoning-chunks", "tool-call-chunks", "x-chunks"];
+const ROW_TAGS: [&str; 4] = [
+    "text-chunks",
+    "reasoning-chunks",
+    "tool-call-chunks",
+    "x-chunks",
+];
 
 /// `PackedRow::from_parts` (the SQLite decode of a packed row).
 pub fn chunk_row(data: &[u8]) {
@@ -198,7 +206,11 @@ pub fn sqlite_row(data: &[u8]) {
     if b.byte() % 2 == 0 {
         let blob = b.rest();
         if let Ok(seqs) = varint::decode(blob) {
-            assert_eq!(varint::encode(&seqs), blob, "accepted varints are canonical");
+            assert_eq!(
+                varint::encode(&seqs),
+                blob,
+                "accepted varints are canonical"
+            );
             let _ = varint::decode_to_json(blob);
         }
         return;
@@ -278,7 +290,8 @@ pub fn json_canonical(data: &[u8]) {
     let Ok(c) = json::canonicalize(t) else {
         return;
     };
-    let again = json::canonicalize(&c).unwrap_or_else(|e| panic!("canonical text rejected: {e}: {c}"));
+    let again =
+        json::canonicalize(&c).unwrap_or_else(|e| panic!("canonical text rejected: {e}: {c}"));
     assert_eq!(again, c, "canonicalize is not idempotent");
     let _ = json::JsonText::parse_verbatim(t);
 }
@@ -321,7 +334,9 @@ pub fn seeds(fixtures: &std::path::Path) -> Vec<(&'static str, Vec<u8>)> {
     files(fixtures, ".jsonl", &mut jsonl);
     let mut lines_taken = 0;
     for p in &jsonl {
-        let Ok(meta) = std::fs::metadata(p) else { continue };
+        let Ok(meta) = std::fs::metadata(p) else {
+            continue;
+        };
         if meta.len() > MAX_FILE {
             continue;
         }
