@@ -93,10 +93,10 @@ fn header() -> SessionHeader {
 
 /// The JSONL log file of the session (None for SQLite).
 fn log_file(store: &Store) -> Option<PathBuf> {
-    match store.locate(&header()).unwrap() {
-        Some(Location::Jsonl { path }) => Some(PathBuf::from(path)),
-        None => None,
-    }
+    store
+        .locate(&header())
+        .unwrap()
+        .map(|Location::Jsonl { path }| PathBuf::from(path))
 }
 
 fn file_len(path: &Option<PathBuf>) -> u64 {
@@ -377,14 +377,12 @@ struct Figures {
     ops: std::collections::BTreeMap<String, u64>,
 }
 
-/// Runs `scenario` on `kind` with `plan` armed; returns the driver, the
-/// failed step and its error.
-fn run_with(
-    kind: Kind,
-    scenario: Scenario,
-    dir: &Path,
-    plan: Plan,
-) -> (Driver, Option<(usize, Error)>, Vec<(u64, Op)>, u64) {
+/// What one armed run left: the driver, the failed step and its error, the
+/// injected faults, the I/O calls counted.
+type Outcome = (Driver, Option<(usize, Error)>, Vec<(u64, Op)>, u64);
+
+/// Runs `scenario` on `kind` with `plan` armed.
+fn run_with(kind: Kind, scenario: Scenario, dir: &Path, plan: Plan) -> Outcome {
     let armed = fault::arm(plan);
     let mut d = Driver::new(kind, kind.location(dir));
     let mut failure = None;
@@ -480,7 +478,6 @@ fn check_scenario(kind: Kind, scenario: Scenario) -> Figures {
                 Some(n),
                 "{ctx}: the fault did not fire"
             );
-            let op = fired[0].1;
             let failed_step = match &failure {
                 Some((step, e)) => {
                     assert!(
@@ -508,29 +505,10 @@ fn check_scenario(kind: Kind, scenario: Scenario) -> Figures {
             let mut expect = committed.clone();
             expect.extend(closers(&committed));
             let log = log_file(&d.store);
-            if !sticky || failed_step.is_none() {
-                assert_eq!(
-                    json_of(&loaded),
-                    json_of(&expect),
-                    "{ctx}: the fresh load differs from the committed events"
-                );
-                let cold_append =
-                    scenario == Scenario::Cold && !matches!(failed_step, Some(4) | Some(5));
-                if log.is_some()
-                    && failed_step.is_some()
-                    && (cold_append || scenario == Scenario::Live)
-                {
-                    assert_eq!(
-                        file_len(&log),
-                        d.committed_len,
-                        "{ctx}: the log is not back at its committed length"
-                    );
-                }
-            } else {
+            if let (true, Some(step)) = (sticky, failed_step) {
                 // Sticky: the rollback failed too. Whatever survives beyond
                 // the committed events is a prefix of the failed batch (whole
                 // records), then the closers.
-                let step = failed_step.unwrap();
                 let batch = match scenario {
                     Scenario::Cold => d.batch(scenario, step),
                     Scenario::Live => d
@@ -564,7 +542,24 @@ fn check_scenario(kind: Kind, scenario: Scenario) -> Figures {
                     json_of(&expect),
                     "{ctx}: beyond the committed events only a prefix of the failed batch and closers may remain"
                 );
-                let _ = op;
+            } else {
+                assert_eq!(
+                    json_of(&loaded),
+                    json_of(&expect),
+                    "{ctx}: the fresh load differs from the committed events"
+                );
+                let cold_append =
+                    scenario == Scenario::Cold && !matches!(failed_step, Some(4) | Some(5));
+                if log.is_some()
+                    && failed_step.is_some()
+                    && (cold_append || scenario == Scenario::Live)
+                {
+                    assert_eq!(
+                        file_len(&log),
+                        d.committed_len,
+                        "{ctx}: the log is not back at its committed length"
+                    );
+                }
             }
             // A single fault: retry and finish on the same store; the result
             // equals the fault-free run.

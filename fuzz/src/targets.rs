@@ -20,8 +20,11 @@ use dsh_persist::model::header::{HeaderSource, SessionHeader};
 use dsh_persist::model::json;
 use rusqlite::types::Value;
 
+/// A target body.
+pub type Target = fn(&[u8]);
+
 /// The targets by name (the names of `fuzz/fuzz_targets/*.rs`).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("record_line", record_line),
     ("jsonl_log", jsonl_log),
     ("zstd_frames", zstd_frames),
@@ -181,7 +184,7 @@ pub fn chunk_row(data: &[u8]) {
     let record = Record::Packed(row.clone());
     let members = expand(&record);
     assert_eq!(members.len() as u64, row.member_count());
-    assert!(members.len() >= 1);
+    assert!(!members.is_empty());
     assert_eq!(members[0].seq, seq0);
     assert_eq!(members[0].time, time0);
     let again = PackedRow::from_parts(row.tag(), row.seq0(), row.time0(), row.data_json())
