@@ -506,6 +506,8 @@ struct Tally {
     kills_during_repair: usize,
     kills_before_durable: usize,
     max_events: usize,
+    /// Acknowledged events compared, summed over all checks.
+    checked: usize,
 }
 
 /// Checks the log a fresh load returned against the acknowledged events.
@@ -558,6 +560,7 @@ fn crash_run(kind: Kind) {
         kills_during_repair: 0,
         kills_before_durable: 0,
         max_events: 0,
+        checked: 0,
     };
     // Per session: the acknowledged events (JSON text, by seq).
     let mut acked: Vec<String> = Vec::new();
@@ -576,6 +579,7 @@ fn crash_run(kind: Kind) {
             .unwrap_or_default();
         tally.repairs += repaired as usize;
         if k > 0 {
+            tally.checked += acked.len();
             let lost = check_log(kind, &ctx, &history, &acked);
             tally.lost += lost;
             if lost == 0 {
@@ -642,17 +646,19 @@ fn crash_run(kind: Kind) {
         .unwrap_or_else(|e| panic!("{ctx}: load after the last kill failed: {e}"))
         .unwrap_or_default();
     tally.repairs += repaired as usize;
+    tally.checked += acked.len();
     let lost = check_log(kind, &ctx, &last, &acked);
     tally.lost += lost;
     if lost == 0 {
         tally.recovered += 1;
     }
     println!(
-        "crash: {} kills, {} recovered, {} lost ({}; {} loads repaired a torn tail or open turn, {} kills during open/resume/repair of a torn log, {} runs killed before their first durable flush, largest log {} events)",
+        "crash: {} kills, {} recovered, {} lost ({}; {} acknowledged events compared, {} loads repaired a torn tail or open turn, {} kills during open/resume/repair of a torn log, {} runs killed before their first durable flush, largest log {} events)",
         tally.kills,
         tally.recovered,
         tally.lost,
         kind.name(),
+        tally.checked,
         tally.repairs,
         tally.kills_during_repair,
         tally.kills_before_durable,
