@@ -13,12 +13,15 @@
 //! - [`plan`]: plan mode.
 //! - `ffi`: the C ABI (the only place with `unsafe`).
 
+#![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod backend;
 pub mod codec;
 pub mod error;
 pub mod fault;
+#[allow(unsafe_code)]
+pub mod ffi;
 pub mod model;
 pub mod plan;
 pub mod store;

@@ -161,7 +161,23 @@ impl WriteController {
         let batch = std::mem::take(&mut st.pending);
         st.deadline = None;
         st.writing = true;
-        let result = parking_lot::MutexGuard::unlocked(st, || self.sink.write_batch(&batch));
+        let result = parking_lot::MutexGuard::unlocked(st, || {
+            // A panicking sink must not leave `writing` set (every later
+            // flush and close would wait forever, and a panic on the timer
+            // thread would end it): it becomes a failed write, so the batch
+            // is kept and the error reported like any other.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.sink.write_batch(&batch)
+            }))
+            .unwrap_or_else(|payload| {
+                let what = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a non-text payload".into());
+                Err(Error::invariant(format!("a batch write panicked: {what}")))
+            })
+        });
         st.writing = false;
         let outcome = match result {
             Ok(()) => {

@@ -1,0 +1,183 @@
+// Types of dsh-persist, the Node binding of libdsh_persist (SPEC §11).
+// JSON results are typed loosely (`Json`); their shapes are those of SPEC §1–7.
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** The dsh_status values (never renumbered). */
+export declare const Status: Readonly<{
+  OK: 0;
+  INVALID_ARGUMENT: 1;
+  NOT_FOUND: 2;
+  CONFLICT: 3;
+  CORRUPTION: 4;
+  FORMAT_UNSUPPORTED: 5;
+  IO: 6;
+  BUSY: 7;
+  CLOSED: 8;
+  INVARIANT: 9;
+  UNSUPPORTED: 10;
+  PANIC: 99;
+}>;
+
+export type StoreConfig =
+  | {
+      backend: 'jsonl';
+      root: string;
+      compression?: 'zstd' | 'none';
+      packChunks?: boolean;
+      writeBatchMaxDelayMs?: number;
+      preparedSessionCacheSize?: number;
+      strict?: boolean;
+      extraEventTypes?: string[];
+    }
+  | {
+      backend: 'sqlite';
+      path: string;
+      journalMode?: 'wal' | 'delete' | 'truncate' | 'persist';
+      busyTimeoutMs?: number;
+      writeBatchMaxDelayMs?: number;
+      preparedSessionCacheSize?: number;
+      strict?: boolean;
+      extraEventTypes?: string[];
+    };
+
+export interface SessionHeader {
+  version?: 0;
+  id: string;
+  createdAt?: number;
+  cwd?: string;
+  parentSession?: string;
+  seedLength?: number;
+  origin?: 'subagent';
+  delegationDepth?: number;
+  agentPreset?: string;
+}
+
+export type SurfaceOp = 'append' | { op: 'replace'; start: number; end: number };
+
+export interface SessionEvent {
+  type: string;
+  seq: number;
+  time: number;
+  data: Json;
+  sourceEventSeqs?: number[];
+  surfaceOp?: SurfaceOp;
+  ignorable?: true;
+}
+
+export interface SessionView {
+  meta: SessionHeader & { version: 0; createdAt: number };
+  events: SessionEvent[];
+}
+
+export interface RawArtifact {
+  meta: SessionHeader;
+  filename: string;
+  content: string;
+}
+
+export interface AppendOptions {
+  surfaceOp?: SurfaceOp;
+  sourceEventSeqs?: Array<number | bigint>;
+  ignorable?: boolean;
+}
+
+/** Base of every error: the dsh_status, its kind, the machine-readable code. */
+export declare class DshError extends Error {
+  readonly status: number;
+  /** "invalid_argument", "not_found", …; "unknown" for a status this version does not know. */
+  readonly kind: string;
+  /** e.g. "SESSION_ALREADY_EXISTS", "SESSION_NOT_FOUND", "INVALID_BOUNDARY", "OPEN_TURN"; null when none. */
+  readonly code: string | null;
+  constructor(status: number, message: string, code?: string | null);
+}
+export declare class InvalidArgumentError extends DshError {}
+export declare class NotFoundError extends DshError {}
+export declare class ConflictError extends DshError {}
+export declare class CorruptionError extends DshError {}
+export declare class FormatUnsupportedError extends DshError {}
+export declare class DshIOError extends DshError {}
+export declare class BusyError extends DshError {}
+export declare class ClosedError extends DshError {}
+export declare class InvariantError extends DshError {}
+export declare class UnsupportedError extends DshError {}
+export declare class DshPanicError extends DshError {}
+
+declare abstract class Handle {
+  /** Whether close() has been called. */
+  readonly closed: boolean;
+  /** Releases the handle; idempotent. */
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
+/** An opened store. `…Raw()` variants return the library's JSON text (exact big integers). */
+export declare class Store extends Handle {
+  static open(config: StoreConfig | string): Store;
+  create(header: SessionHeader | string): void;
+  append(id: string, events: SessionEvent[] | string): void;
+  appendRaw(id: string, eventsJson: string): void;
+  locate(header: SessionHeader | string): { kind: 'jsonl'; path: string } | null;
+  locateRaw(header: SessionHeader | string): string;
+  load(id: string): SessionView;
+  loadRaw(id: string): string;
+  inspect(id: string): SessionView;
+  inspectRaw(id: string): string;
+  readFrom(id: string, fromSeq?: number | bigint): SessionView;
+  readFromRaw(id: string, fromSeq?: number | bigint): string;
+  /** JSONL only; null when absent; SQLite throws UnsupportedError. */
+  readRaw(id: string): RawArtifact | null;
+  readRawText(id: string): string | null;
+  list(): SessionHeader[];
+  listRaw(): string;
+  listSnapshots(): Array<{ header: SessionHeader; revision: string }>;
+  listSnapshotsRaw(): string;
+  start(header: SessionHeader | string): Session;
+  resume(id: string): Session;
+  /** boundary: inclusive seq, -1 for the last event; child: header (null: generated id). */
+  fork(sourceId: string, boundary?: number | bigint, child?: SessionHeader | string | null): Session;
+}
+
+/** A live session. Close it (or flush) to make its events durable. */
+export declare class Session extends Handle {
+  readonly store: Store;
+  /** Returns the assigned seq (a bigint only beyond 2^53). BigInt values in data are written exactly. */
+  append(type: string, data: unknown, options?: AppendOptions): number | bigint;
+  appendRaw(type: string, dataJson: string, options?: AppendOptions): number | bigint;
+  flush(): void;
+  events(fromSeq?: number | bigint): SessionEvent[];
+  eventsRaw(fromSeq?: number | bigint): string;
+  readonly header: SessionHeader;
+  headerRaw(): string;
+  readonly id: string;
+  messages(): Json[];
+  messagesRaw(): string;
+  backgroundError(): { kind: string; message: string; code?: string } | null;
+}
+
+export interface ReviewAnswer {
+  answers?: Array<{ id: string; selected?: string[]; custom?: string | null }>;
+  dismissed?: boolean;
+}
+
+export declare class PlanMode extends Handle {
+  constructor(config: { section: string } | string);
+  get(session: Session): { active: boolean; pending?: boolean };
+  set(session: Session, active: boolean): { outcome: 'committed' | 'queued' | 'cancelled' | 'noop'; narration?: Json };
+  preStep(session: Session): { appended: boolean; narration?: Json };
+  section(session: Session): string;
+  command(
+    session: Session,
+    rawInput: string,
+    hasAttachments?: boolean,
+  ): { kind: 'success' | 'error'; text: string; steer?: Json; narration?: Json };
+  exitCheck(session: Session, planMarkdown: string): { ok: true; review: Json } | { ok: false; error: string };
+  exitAnswer(session: Session, answer: ReviewAnswer | string): { approved: true } | { approved: false; error: string };
+  static project(events: SessionEvent[] | string): { active: boolean; pending: boolean };
+}
+
+/** This package's version. */
+export declare const version: string;
+/** The loaded library file and its dsh_version(). */
+export declare const libraryPath: string;
+export declare const libraryVersion: string;

@@ -1,0 +1,31 @@
+'use strict';
+// dsh-persist: crash-safe session logs of the DeepSeek Harness, from Node.
+// A thin koffi wrapper over libdsh_persist (the C ABI of SPEC §11).
+
+const errors = require('./src/errors');
+const { libraryPath, libraryVersion, PACKAGE_VERSION } = require('./src/lib');
+const { Store } = require('./src/store');
+const { Session } = require('./src/session');
+const { PlanMode } = require('./src/plan');
+
+module.exports = {
+  Store,
+  Session,
+  PlanMode,
+  Status: errors.Status,
+  DshError: errors.DshError,
+  InvalidArgumentError: errors.InvalidArgumentError,
+  NotFoundError: errors.NotFoundError,
+  ConflictError: errors.ConflictError,
+  CorruptionError: errors.CorruptionError,
+  FormatUnsupportedError: errors.FormatUnsupportedError,
+  DshIOError: errors.DshIOError,
+  BusyError: errors.BusyError,
+  ClosedError: errors.ClosedError,
+  InvariantError: errors.InvariantError,
+  UnsupportedError: errors.UnsupportedError,
+  DshPanicError: errors.DshPanicError,
+  version: PACKAGE_VERSION,
+  libraryPath,
+  libraryVersion,
+};

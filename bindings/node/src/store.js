@@ -1,0 +1,148 @@
+'use strict';
+// Store: an opened JSONL or SQLite store (SPEC §6, dsh_store_*).
+
+const { fns, call, callText, callRequiredText, callHandle } = require('./lib');
+const { Handle } = require('./handle');
+const { InvalidArgumentError, Status } = require('./errors');
+const args = require('./args');
+const { Session } = require('./session');
+
+/**
+ * A store: a backend plus the coordinator around it. Open with
+ * `Store.open(config)`; close with `close()` (drains every live session) or
+ * `using`. JSON results are parsed with JSON.parse; each has a `…Raw()`
+ * variant returning the library's text, because JSON.parse rounds integers
+ * beyond 2^53 that event data may hold.
+ */
+class Store extends Handle {
+  /** @param {object} ptr from Store.open */
+  constructor(ptr) {
+    super(ptr, (p) => call(fns.dsh_store_close, p), 'store');
+  }
+
+  /**
+   * Opens a store. `config` is an object or its JSON text, e.g.
+   * `{backend: "jsonl", root: "/tmp/logs"}` or `{backend: "sqlite", path: "/tmp/s.db"}`.
+   */
+  static open(config) {
+    const raw = args.jsonArg(config, 'config', { array: false });
+    return new Store(callHandle(fns.dsh_store_open, raw));
+  }
+
+  /** Registers a new session (lazy: nothing is written until the first append). */
+  create(header) {
+    const raw = args.jsonArg(header, 'header', { array: false });
+    call(fns.dsh_store_create, this._ptr(), raw);
+  }
+
+  /** Appends whole events durably. `events` is an array of event objects or its JSON text. */
+  append(id, events) {
+    const sid = args.text(id, 'id');
+    const raw = args.jsonArg(events, 'events', { array: true });
+    call(fns.dsh_store_append, this._ptr(), sid, raw);
+  }
+
+  /** append() with the events as JSON text (kept verbatim). */
+  appendRaw(id, eventsJson) {
+    this.append(id, args.text(eventsJson, 'eventsJson'));
+  }
+
+  /** JSON text of locate(); "null" for SQLite. */
+  locateRaw(header) {
+    const raw = args.jsonArg(header, 'header', { array: false });
+    return callText(fns.dsh_store_locate, this._ptr(), raw) ?? 'null';
+  }
+
+  /** Where a session with this header lives: `{kind: "jsonl", path}` or null (SQLite). No I/O. */
+  locate(header) {
+    return JSON.parse(this.locateRaw(header));
+  }
+
+  loadRaw(id) {
+    return callRequiredText(fns.dsh_store_load, this._ptr(), args.text(id, 'id'));
+  }
+
+  /** The balanced log `{meta, events}` (a crashed cold session is repaired first). */
+  load(id) {
+    return JSON.parse(this.loadRaw(id));
+  }
+
+  inspectRaw(id) {
+    return callRequiredText(fns.dsh_store_inspect, this._ptr(), args.text(id, 'id'));
+  }
+
+  /** Like load() but changes nothing on disk. */
+  inspect(id) {
+    return JSON.parse(this.inspectRaw(id));
+  }
+
+  readFromRaw(id, fromSeq = 0) {
+    const sid = args.text(id, 'id');
+    const seq = args.uint64(fromSeq, 'fromSeq');
+    return callRequiredText(fns.dsh_store_read_from, this._ptr(), sid, seq);
+  }
+
+  /** Stored events with seq >= fromSeq, no repair: `{meta, events}`. */
+  readFrom(id, fromSeq = 0) {
+    return JSON.parse(this.readFromRaw(id, fromSeq));
+  }
+
+  /** JSON text of readRaw(), or null when absent. */
+  readRawText(id) {
+    return callText(fns.dsh_store_read_raw, this._ptr(), args.text(id, 'id'));
+  }
+
+  /** JSONL only: the stored artifact as written, or null when absent. SQLite throws UnsupportedError. */
+  readRaw(id) {
+    const t = this.readRawText(id);
+    return t === null ? null : JSON.parse(t);
+  }
+
+  listRaw() {
+    return callRequiredText(fns.dsh_store_list, this._ptr());
+  }
+
+  /** Headers of the materialized sessions (metadata only). */
+  list() {
+    return JSON.parse(this.listRaw());
+  }
+
+  listSnapshotsRaw() {
+    return callRequiredText(fns.dsh_store_list_snapshots, this._ptr());
+  }
+
+  /** Headers with revision tokens, without reading logs. */
+  listSnapshots() {
+    return JSON.parse(this.listSnapshotsRaw());
+  }
+
+  /** Starts a new live session. */
+  start(header) {
+    const raw = args.jsonArg(header, 'header', { array: false });
+    return new Session(callHandle(fns.dsh_session_start, this._ptr(), raw), this);
+  }
+
+  /** Resumes a stored session (repairing a crashed tail first). */
+  resume(id) {
+    const sid = args.text(id, 'id');
+    return new Session(callHandle(fns.dsh_session_resume, this._ptr(), sid), this);
+  }
+
+  /**
+   * Forks `sourceId` at the inclusive `boundary` seq (-1: the last event)
+   * into a new live session; `child` is its header (null: a generated id).
+   */
+  fork(sourceId, boundary = -1, child = null) {
+    const sid = args.text(sourceId, 'sourceId');
+    if (typeof boundary !== 'number' && typeof boundary !== 'bigint') {
+      throw new TypeError(`boundary must be a number or bigint, not ${args.typeName(boundary)}`);
+    }
+    if (typeof boundary === 'number' ? !Number.isSafeInteger(boundary) || boundary < -1 : boundary < -1n || boundary >= 1n << 63n) {
+      throw new InvalidArgumentError(Status.INVALID_ARGUMENT, `boundary must be -1 (last) or a seq, got ${boundary}`);
+    }
+    const rawChild = child === null || child === undefined ? null : args.jsonArg(child, 'child', { array: false });
+    return new Session(callHandle(fns.dsh_session_fork, this._ptr(), sid, boundary, rawChild), this);
+  }
+}
+
+module.exports = { Store };

@@ -1,0 +1,55 @@
+"""dsh_persist: crash-safe session logs of the DeepSeek Harness, from Python.
+
+A thin ``ctypes`` wrapper over ``libdsh_persist`` (the C ABI of SPEC §11):
+
+    from dsh_persist import Store, PlanMode
+
+    with Store.open({"backend": "jsonl", "root": "/tmp/logs"}) as store:
+        with store.start({"id": "s1", "cwd": "/work"}) as session:
+            session.append("turn/start", {"turn": 1})
+            session.flush()
+        print(store.load("s1")["events"])
+
+The library is found through ``DSH_PERSIST_LIB``, the package directory or
+the crate's ``target/release`` (see :mod:`dsh_persist._lib`).
+"""
+
+from ._errors import (
+    BusyError,
+    ClosedError,
+    ConflictError,
+    CorruptionError,
+    DshError,
+    DshIOError,
+    DshPanicError,
+    FormatUnsupportedError,
+    InvalidArgumentError,
+    InvariantError,
+    NotFoundError,
+    UnsupportedError,
+)
+from ._lib import __version__, library_path, library_version
+from .plan import PlanMode
+from .session import Session
+from .store import Store
+
+__all__ = [
+    "Store",
+    "Session",
+    "PlanMode",
+    "DshError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "ConflictError",
+    "CorruptionError",
+    "FormatUnsupportedError",
+    "DshIOError",
+    "BusyError",
+    "ClosedError",
+    "InvariantError",
+    "UnsupportedError",
+    "DshPanicError",
+    "__version__",
+    "library_path",
+    "library_version",
+]

@@ -1,0 +1,189 @@
+"""``Store``: an opened JSONL or SQLite store (SPEC §6, ``dsh_store_*``)."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Dict, List, Optional, Union
+
+from . import _lib
+from ._handle import Handle
+from ._lib import (
+    call_owned_text,
+    check_uint,
+    encode_json,
+    encode_text,
+    lib,
+    loads,
+    required,
+)
+
+Json = Any
+Config = Union[Dict[str, Any], str]
+Header = Union[Dict[str, Any], str]
+
+
+def _close_store(ptr: Any) -> None:
+    lib.dsh_store_close(ptr)
+
+
+class Store(Handle):
+    """A store: a backend plus the coordinator around it.
+
+    Open with :meth:`Store.open`; use as a context manager or call
+    :meth:`close` (which drains every live session, then closes storage).
+    All methods are thread-safe. JSON results are decoded with ``json.loads``
+    (Python integers are exact); each also has a ``*_raw`` variant returning
+    the library's JSON text unchanged.
+    """
+
+    _kind = "store"
+
+    def __init__(self, ptr: Any) -> None:
+        super().__init__(ptr, _close_store)
+
+    @classmethod
+    def open(cls, config: Config) -> "Store":
+        """Opens a store. ``config`` is a dict or its JSON text, e.g.
+        ``{"backend": "jsonl", "root": "/tmp/logs"}`` or
+        ``{"backend": "sqlite", "path": "/tmp/s.db"}`` (SPEC §11)."""
+        raw = encode_json(config, "config", (dict,))
+        out = _lib.store_p()
+        lib.dsh_store_open(raw, ctypes.byref(out))
+        return cls(out)
+
+    # -- writes ------------------------------------------------------------
+
+    def create(self, header: Header) -> None:
+        """Registers a new session (lazy: nothing is written until the first append)."""
+        raw = encode_json(header, "header", (dict,))
+        with self._use() as ptr:
+            lib.dsh_store_create(ptr, raw)
+
+    def append(self, session_id: str, events: Union[List[Json], str]) -> None:
+        """Appends whole events durably (the first seq must be the stored next seq).
+        ``events`` is a list of event dicts or its JSON text."""
+        sid = encode_text(session_id, "session_id")
+        raw = encode_json(events, "events", (list, tuple))
+        with self._use() as ptr:
+            lib.dsh_store_append(ptr, sid, raw)
+
+    def append_raw(self, session_id: str, events_json: str) -> None:
+        """:meth:`append` with the events as JSON text (keeps big integers verbatim)."""
+        if not isinstance(events_json, str):
+            raise TypeError(f"events_json must be a str, not {type(events_json).__name__}")
+        self.append(session_id, events_json)
+
+    # -- reads -------------------------------------------------------------
+
+    def _text(self, fn: Any, *args: Any) -> str:
+        with self._use() as ptr:
+            return required(call_owned_text(fn, ptr, *args), fn)
+
+    def _nullable_text(self, fn: Any, *args: Any) -> Optional[str]:
+        with self._use() as ptr:
+            return call_owned_text(fn, ptr, *args)
+
+    def locate_raw(self, header: Header) -> Optional[str]:
+        return self._nullable_text(lib.dsh_store_locate, encode_json(header, "header", (dict,)))
+
+    def locate(self, header: Header) -> Optional[Dict[str, Any]]:
+        """Where a session with this header lives: ``{"kind": "jsonl", "path": …}``,
+        or ``None`` (SQLite). No I/O."""
+        return loads(self.locate_raw(header))
+
+    def load_raw(self, session_id: str) -> str:
+        return self._text(lib.dsh_store_load, encode_text(session_id, "session_id"))
+
+    def load(self, session_id: str) -> Dict[str, Any]:
+        """The balanced log ``{"meta": header, "events": [...]}`` (a crashed cold
+        session is repaired durably first; a live one is flushed)."""
+        return loads(self.load_raw(session_id))
+
+    def inspect_raw(self, session_id: str) -> str:
+        return self._text(lib.dsh_store_inspect, encode_text(session_id, "session_id"))
+
+    def inspect(self, session_id: str) -> Dict[str, Any]:
+        """Like :meth:`load` but changes nothing on disk (closers in memory only)."""
+        return loads(self.inspect_raw(session_id))
+
+    def read_from_raw(self, session_id: str, from_seq: int = 0) -> str:
+        sid = encode_text(session_id, "session_id")
+        seq = check_uint(from_seq, "from_seq")
+        return self._text(lib.dsh_store_read_from, sid, seq)
+
+    def read_from(self, session_id: str, from_seq: int = 0) -> Dict[str, Any]:
+        """Stored events with ``seq >= from_seq`` (no repair): ``{"meta", "events"}``."""
+        return loads(self.read_from_raw(session_id, from_seq))
+
+    def read_raw_text(self, session_id: str) -> Optional[str]:
+        """:meth:`read_raw` as JSON text (``None`` when absent)."""
+        return self._nullable_text(lib.dsh_store_read_raw, encode_text(session_id, "session_id"))
+
+    def read_raw(self, session_id: str) -> Optional[Dict[str, Any]]:
+        """JSONL only: the stored artifact as written (header line included),
+        or ``None`` when absent. SQLite raises :class:`UnsupportedError`."""
+        return loads(self.read_raw_text(session_id))
+
+    def list_raw(self) -> str:
+        return self._text(lib.dsh_store_list)
+
+    def list(self) -> List[Dict[str, Any]]:
+        """Headers of the materialized sessions (metadata only)."""
+        return loads(self.list_raw())
+
+    def list_snapshots_raw(self) -> str:
+        return self._text(lib.dsh_store_list_snapshots)
+
+    def list_snapshots(self) -> List[Dict[str, Any]]:
+        """Headers with revision tokens, without reading logs."""
+        return loads(self.list_snapshots_raw())
+
+    # -- live sessions -------------------------------------------------------
+
+    def start(self, header: Header) -> "Session":
+        """Starts a new live session."""
+        from .session import Session
+
+        raw = encode_json(header, "header", (dict,))
+        out = _lib.session_p()
+        with self._use() as ptr:
+            lib.dsh_session_start(ptr, raw, ctypes.byref(out))
+        return Session(out, self)
+
+    def resume(self, session_id: str) -> "Session":
+        """Resumes a stored session (repairing a crashed tail first)."""
+        from .session import Session
+
+        sid = encode_text(session_id, "session_id")
+        out = _lib.session_p()
+        with self._use() as ptr:
+            lib.dsh_session_resume(ptr, sid, ctypes.byref(out))
+        return Session(out, self)
+
+    def fork(
+        self,
+        source_id: str,
+        boundary: int = -1,
+        child: Optional[Header] = None,
+    ) -> "Session":
+        """Forks ``source_id`` at the inclusive ``boundary`` seq (``-1``: the last
+        event) into a new live session; ``child`` is its header (``None``: a
+        generated id)."""
+        from .session import Session
+
+        sid = encode_text(source_id, "source_id")
+        if isinstance(boundary, bool) or not isinstance(boundary, int):
+            raise TypeError(f"boundary must be an int, not {type(boundary).__name__}")
+        if not -1 <= boundary < 2**63:
+            raise _lib.InvalidArgumentError(1, f"boundary must be -1 (last) or a seq, got {boundary}")
+        raw_child = None if child is None else encode_json(child, "child", (dict,))
+        out = _lib.session_p()
+        with self._use() as ptr:
+            lib.dsh_session_fork(ptr, sid, boundary, raw_child, ctypes.byref(out))
+        return Session(out, self)
+
+    def __repr__(self) -> str:
+        return f"<dsh_persist.Store {'closed' if self.closed else 'open'}>"
+
+
+__all__ = ["Store"]

@@ -1,0 +1,56 @@
+"""Shared fixtures: stores over every backend and conversation builders.
+
+The library is found as the package finds it: ``DSH_PERSIST_LIB``, else the
+crate's ``target/release``. The package itself is imported from the source
+tree (``bindings/python``) unless it is installed.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+PYTHON_DIR = Path(__file__).resolve().parents[1]
+if str(PYTHON_DIR) not in sys.path:
+    sys.path.insert(0, str(PYTHON_DIR))
+
+import dsh_persist  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conv import *  # noqa: E402,F401,F403
+
+REPO = PYTHON_DIR.parents[1]
+FIXTURES = Path(os.environ.get("DSH_FIXTURES", "/work/shared/fixtures/upstream"))
+
+BACKENDS = ["jsonl", "jsonl-none", "sqlite"]
+
+
+def config_for(kind, tmp_path, **extra):
+    if kind == "jsonl":
+        cfg = {"backend": "jsonl", "root": str(tmp_path / "root")}
+    elif kind == "jsonl-none":
+        cfg = {"backend": "jsonl", "root": str(tmp_path / "root"), "compression": "none"}
+    elif kind == "sqlite":
+        cfg = {"backend": "sqlite", "path": str(tmp_path / "sessions.db")}
+    else:
+        raise ValueError(kind)
+    cfg.update(extra)
+    return cfg
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+@pytest.fixture
+def config(backend, tmp_path):
+    return config_for(backend, tmp_path)
+
+
+@pytest.fixture
+def store(config):
+    s = dsh_persist.Store.open(config)
+    yield s
+    s.close()

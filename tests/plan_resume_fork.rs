@@ -1,0 +1,79 @@
+//! Plan state survives resume and fork: it is folded from the stored log,
+//! not kept in memory (SPEC §7).
+
+mod support;
+
+use dsh_persist::model::header::SessionHeader;
+use dsh_persist::plan::{PlanMode, PlanModeConfig, SetOutcome};
+use dsh_persist::store::{AppendOptions, Store, StoreConfig};
+use support::TempDir;
+use support::conv::complete_turn;
+
+fn header(id: &str) -> SessionHeader {
+    let mut h = SessionHeader::new(id, 1_785_000_000_000);
+    h.cwd = Some("/p".into());
+    h
+}
+
+fn check(store_config: StoreConfig) {
+    let plan = PlanMode::new(PlanModeConfig::new("Plan first.").unwrap());
+    let store = Store::open(store_config.clone()).unwrap();
+    let live = store.start(header("planned")).unwrap();
+    complete_turn(&live, 1);
+    assert_eq!(
+        plan.set(&live, true).unwrap().outcome,
+        SetOutcome::Committed
+    );
+    assert!(plan.get(&live).active);
+    assert_eq!(plan.section(&live), "Plan first.");
+    live.close().unwrap();
+    plan.forget("planned");
+    store.close().unwrap();
+
+    // A new process: a fresh store and a fresh controller.
+    let store = Store::open(store_config).unwrap();
+    let plan = PlanMode::new(PlanModeConfig::new("Plan first.").unwrap());
+    let resumed = store.resume("planned").unwrap();
+    assert!(
+        plan.get(&resumed).active,
+        "resume folds plan/mode from the log"
+    );
+    assert_eq!(plan.section(&resumed), "Plan first.");
+    let n = resumed.len() as i64;
+    resumed
+        .append("turn/start", r#"{"turn":2}"#, &AppendOptions::default())
+        .unwrap();
+    // Leaving plan mode inside a turn is queued, not logged yet.
+    assert_eq!(
+        plan.set(&resumed, false).unwrap().outcome,
+        SetOutcome::Queued
+    );
+    resumed.flush().unwrap();
+
+    // A fork at the end of turn 1 inherits the stored plan state, not the
+    // parent's pending selection.
+    let child = store
+        .fork("planned", Some(n - 1), Some(header("planned-child")))
+        .unwrap();
+    assert!(plan.get(&child).active);
+    assert_eq!(plan.get(&child).pending, None);
+    child.close().unwrap();
+    resumed.close().unwrap();
+    store.close().unwrap();
+}
+
+#[test]
+fn plan_state_survives_resume_and_fork_jsonl() {
+    let dir = TempDir::new("plan");
+    check(StoreConfig::jsonl(
+        dir.path().join("root").display().to_string(),
+    ));
+}
+
+#[test]
+fn plan_state_survives_resume_and_fork_sqlite() {
+    let dir = TempDir::new("plan");
+    check(StoreConfig::sqlite(
+        dir.path().join("s.db").display().to_string(),
+    ));
+}
