@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod codec;
 pub mod error;
+pub mod fault;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod model;

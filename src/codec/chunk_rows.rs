@@ -162,7 +162,7 @@ impl PackedRow {
         if seq0 > MAX_SAFE_INTEGER as u64 {
             return Err(bad(format!("{tag} row seq0 {seq0} is not a safe integer")));
         }
-        if time0.abs() > MAX_SAFE_INTEGER {
+        if time0.unsigned_abs() > MAX_SAFE_INTEGER as u64 {
             return Err(bad(format!(
                 "{tag} row time0 {time0} is not a safe integer"
             )));
@@ -314,7 +314,7 @@ impl PackedRow {
         for (k, g) in dt.iter().enumerate() {
             t = t
                 .checked_add(*g)
-                .filter(|v| v.abs() <= MAX_SAFE_INTEGER)
+                .filter(|v| v.unsigned_abs() <= MAX_SAFE_INTEGER as u64)
                 .ok_or_else(|| ctx(format!("member {} time is not a safe integer", k + 1)))?;
             times.push(t);
         }
@@ -537,7 +537,7 @@ fn eligible(e: &Event) -> Option<Delta<'_>> {
     if e.key_order.keys()[..4] != [Key::Type, Key::Seq, Key::Time, Key::Data] {
         return None;
     }
-    if e.seq > MAX_SAFE_INTEGER as u64 || e.time.abs() > MAX_SAFE_INTEGER {
+    if e.seq > MAX_SAFE_INTEGER as u64 || e.time.unsigned_abs() > MAX_SAFE_INTEGER as u64 {
         return None;
     }
     let d = e.data.as_str();
@@ -608,7 +608,7 @@ fn continues(prev: &Delta<'_>, next: &Delta<'_>) -> bool {
         && next
             .time
             .checked_sub(prev.time)
-            .is_some_and(|g| g.abs() <= MAX_SAFE_INTEGER)
+            .is_some_and(|g| g.unsigned_abs() <= MAX_SAFE_INTEGER as u64)
         && prev.turn == next.turn
         && prev.step == next.step
         && prev.index == next.index

@@ -307,60 +307,76 @@ impl<'a> Scanner<'a> {
         Ok(&self.text[start..self.pos])
     }
 
-    /// Skips one value, validating it.
+    /// Skips one value, validating it. Iterative (no recursion per nesting
+    /// level), so deep values cannot exhaust a small thread stack.
     pub fn skip_value(&mut self) -> JResult<()> {
-        match self.peek() {
-            Some(b'{') => {
-                self.enter()?;
-                self.pos += 1;
-                if self.peek() == Some(b'}') {
+        // The containers opened by this call, innermost last (bit set =
+        // object). `enter` caps the depth, so MAX_DEPTH bits suffice.
+        let mut objects = [0u64; MAX_DEPTH / 64 + 1];
+        let mut open = 0usize;
+        loop {
+            // A value starts here.
+            match self.peek() {
+                Some(c @ (b'{' | b'[')) => {
+                    self.enter()?;
                     self.pos += 1;
-                } else {
-                    loop {
+                    let close = if c == b'{' { b'}' } else { b']' };
+                    if self.peek() == Some(close) {
+                        self.pos += 1;
+                        self.depth -= 1;
+                    } else {
+                        let (word, bit) = (open / 64, 1u64 << (open % 64));
+                        if c == b'{' {
+                            objects[word] |= bit;
+                            self.string()?;
+                            self.eat(b':', "expected ':' after an object key")?;
+                        } else {
+                            objects[word] &= !bit;
+                        }
+                        open += 1;
+                        continue;
+                    }
+                }
+                Some(b'"') => {
+                    self.string()?;
+                }
+                Some(b't') => self.literal("true")?,
+                Some(b'f') => self.literal("false")?,
+                Some(b'n') => self.literal("null")?,
+                Some(b'-' | b'0'..=b'9') => {
+                    self.number()?;
+                }
+                Some(_) => return self.err("expected a JSON value"),
+                None => return self.err("unexpected end of text"),
+            }
+            // A value ended: close finished containers, or go to the next
+            // member.
+            loop {
+                if open == 0 {
+                    return Ok(());
+                }
+                let top = open - 1;
+                let object = objects[top / 64] & (1u64 << (top % 64)) != 0;
+                match (self.peek(), object) {
+                    (Some(b','), true) => {
+                        self.pos += 1;
                         self.string()?;
                         self.eat(b':', "expected ':' after an object key")?;
-                        self.skip_value()?;
-                        match self.peek() {
-                            Some(b',') => self.pos += 1,
-                            Some(b'}') => {
-                                self.pos += 1;
-                                break;
-                            }
-                            _ => return self.err("expected ',' or '}' in an object"),
-                        }
+                        break;
                     }
-                }
-                self.depth -= 1;
-                Ok(())
-            }
-            Some(b'[') => {
-                self.enter()?;
-                self.pos += 1;
-                if self.peek() == Some(b']') {
-                    self.pos += 1;
-                } else {
-                    loop {
-                        self.skip_value()?;
-                        match self.peek() {
-                            Some(b',') => self.pos += 1,
-                            Some(b']') => {
-                                self.pos += 1;
-                                break;
-                            }
-                            _ => return self.err("expected ',' or ']' in an array"),
-                        }
+                    (Some(b','), false) => {
+                        self.pos += 1;
+                        break;
                     }
+                    (Some(b'}'), true) | (Some(b']'), false) => {
+                        self.pos += 1;
+                        self.depth -= 1;
+                        open -= 1;
+                    }
+                    (_, true) => return self.err("expected ',' or '}' in an object"),
+                    (_, false) => return self.err("expected ',' or ']' in an array"),
                 }
-                self.depth -= 1;
-                Ok(())
             }
-            Some(b'"') => self.string().map(|_| ()),
-            Some(b't') => self.literal("true"),
-            Some(b'f') => self.literal("false"),
-            Some(b'n') => self.literal("null"),
-            Some(b'-' | b'0'..=b'9') => self.number().map(|_| ()),
-            Some(_) => self.err("expected a JSON value"),
-            None => self.err("unexpected end of text"),
         }
     }
 
@@ -723,71 +739,113 @@ pub fn canonicalize(text: &str) -> JResult<String> {
     Ok(out)
 }
 
-fn canon_value(s: &mut Scanner<'_>, out: &mut String) -> JResult<()> {
-    match s.peek() {
-        Some(b'{') => {
-            let mut keys: Vec<Cow<'_, str>> = Vec::new();
-            out.push('{');
-            let mut first = true;
-            s.object(|k, s| {
-                if !first {
-                    out.push(',');
-                }
-                first = false;
-                canon_string(k, out);
-                out.push(':');
-                keys.push(k.decode());
-                canon_value(s, out)
-            })?;
-            out.push('}');
-            if keys.len() > 1 {
-                keys.sort_unstable();
-                if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
-                    return Err(JsonError::Lossless(format!(
-                        "object key {} appears more than once",
-                        quote(&w[0])
-                    )));
+/// Re-emits one value. Iterative (an explicit stack of open containers),
+/// so deep values cannot exhaust a small thread stack.
+fn canon_value<'a>(s: &mut Scanner<'a>, out: &mut String) -> JResult<()> {
+    // Open containers, innermost last: the keys seen (object) or None (array).
+    let mut open: Vec<Option<Vec<Cow<'a, str>>>> = Vec::new();
+    loop {
+        // A value starts here.
+        match s.peek() {
+            Some(b'{') => {
+                s.eat(b'{', "expected an object")?;
+                s.enter()?;
+                out.push('{');
+                if s.peek() == Some(b'}') {
+                    s.pos += 1;
+                    s.depth -= 1;
+                    out.push('}');
+                } else {
+                    let k = s.string()?;
+                    s.eat(b':', "expected ':' after an object key")?;
+                    canon_string(k, out);
+                    out.push(':');
+                    open.push(Some(vec![k.decode()]));
+                    continue;
                 }
             }
-            Ok(())
-        }
-        Some(b'[') => {
-            out.push('[');
-            let mut first = true;
-            s.array(|s| {
-                if !first {
-                    out.push(',');
+            Some(b'[') => {
+                s.eat(b'[', "expected an array")?;
+                s.enter()?;
+                out.push('[');
+                if s.peek() == Some(b']') {
+                    s.pos += 1;
+                    s.depth -= 1;
+                    out.push(']');
+                } else {
+                    open.push(None);
+                    continue;
                 }
-                first = false;
-                canon_value(s, out)
-            })?;
-            out.push(']');
-            Ok(())
+            }
+            Some(b'"') => {
+                let t = s.string()?;
+                canon_string(t, out);
+            }
+            Some(b'-') if s.b[s.pos..].starts_with(b"-Infinity") => {
+                return Err(JsonError::Lossless("-Infinity is not a JSON number".into()));
+            }
+            Some(b'-' | b'0'..=b'9') => {
+                let at = s.pos;
+                let (raw, real) = s.number()?;
+                canon_number(raw, real, at, out)?;
+            }
+            Some(b'N') if s.b[s.pos..].starts_with(b"NaN") => {
+                return Err(JsonError::Lossless("NaN is not a JSON number".into()));
+            }
+            Some(b'I') if s.b[s.pos..].starts_with(b"Infinity") => {
+                return Err(JsonError::Lossless("Infinity is not a JSON number".into()));
+            }
+            _ => {
+                let start = s.pos;
+                s.skip_value()?;
+                out.push_str(&s.text[start..s.pos]);
+            }
         }
-        Some(b'"') => {
-            let t = s.string()?;
-            canon_string(t, out);
-            Ok(())
-        }
-        Some(b'-') if s.b[s.pos..].starts_with(b"-Infinity") => {
-            Err(JsonError::Lossless("-Infinity is not a JSON number".into()))
-        }
-        Some(b'-' | b'0'..=b'9') => {
-            let at = s.pos;
-            let (raw, real) = s.number()?;
-            canon_number(raw, real, at, out)
-        }
-        Some(b'N') if s.b[s.pos..].starts_with(b"NaN") => {
-            Err(JsonError::Lossless("NaN is not a JSON number".into()))
-        }
-        Some(b'I') if s.b[s.pos..].starts_with(b"Infinity") => {
-            Err(JsonError::Lossless("Infinity is not a JSON number".into()))
-        }
-        _ => {
-            let start = s.pos;
-            s.skip_value()?;
-            out.push_str(&s.text[start..s.pos]);
-            Ok(())
+        // A value ended: close finished containers, or go to the next member.
+        loop {
+            let Some(top) = open.last_mut() else {
+                return Ok(());
+            };
+            match (s.peek(), top) {
+                (Some(b','), Some(keys)) => {
+                    s.pos += 1;
+                    out.push(',');
+                    let k = s.string()?;
+                    s.eat(b':', "expected ':' after an object key")?;
+                    canon_string(k, out);
+                    out.push(':');
+                    keys.push(k.decode());
+                    break;
+                }
+                (Some(b','), None) => {
+                    s.pos += 1;
+                    out.push(',');
+                    break;
+                }
+                (Some(b'}'), Some(keys)) => {
+                    s.pos += 1;
+                    s.depth -= 1;
+                    out.push('}');
+                    if keys.len() > 1 {
+                        keys.sort_unstable();
+                        if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+                            return Err(JsonError::Lossless(format!(
+                                "object key {} appears more than once",
+                                quote(&w[0])
+                            )));
+                        }
+                    }
+                    open.pop();
+                }
+                (Some(b']'), None) => {
+                    s.pos += 1;
+                    s.depth -= 1;
+                    out.push(']');
+                    open.pop();
+                }
+                (_, Some(_)) => return s.err("expected ',' or '}' in an object"),
+                (_, None) => return s.err("expected ',' or ']' in an array"),
+            }
         }
     }
 }

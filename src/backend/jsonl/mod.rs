@@ -65,6 +65,10 @@ struct FileState {
     writes: u64,
     /// The revision of the last clean read or write and the next seq then.
     known: Option<(Revision, u64)>,
+    /// After a failed append cut back to its previous length: (the
+    /// revision now, the revision it stands for). The bytes are those of
+    /// the older revision; only the file times moved.
+    rolled_back: Option<(Revision, Revision)>,
 }
 
 /// The JSONL backend over one root directory.
@@ -156,7 +160,33 @@ impl JsonlBackend {
         st.writes += 1;
         let rev = identity.revision(&self.store_id, st.writes);
         st.known = Some((rev.clone(), next_seq));
+        st.rolled_back = None;
         rev
+    }
+
+    /// Records that a failed append to `path` (expected at `expected`) was
+    /// cut back to `len` bytes, so the next append at `expected` is accepted.
+    fn note_rollback(&self, path: &Path, expected: &Revision, len: u64) {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return;
+        };
+        if meta.len() == len {
+            let now = self.revision_of(path, &FileIdentity::of(&meta));
+            let mut files = self.files.lock();
+            files.entry(path.to_path_buf()).or_default().rolled_back =
+                Some((now, expected.clone()));
+        }
+    }
+
+    /// Whether `current` is `expected` after a rolled-back append.
+    fn same_content(&self, path: &Path, current: &Revision, expected: &Revision) -> bool {
+        current == expected
+            || self
+                .files
+                .lock()
+                .get(path)
+                .and_then(|s| s.rolled_back.as_ref())
+                .is_some_and(|(now, was)| now == current && was == expected)
     }
 
     fn note_clean_read(&self, path: &Path, rev: &Revision, next_seq: u64) {
@@ -323,14 +353,14 @@ impl JsonlBackend {
             )));
         };
         let current = self.revision_of(path, &log.identity);
-        if &current != expected {
+        if !self.same_content(path, &current, expected) {
             return Err(moved(&header.id, path));
         }
         let next = match self.known_next_seq(path, expected) {
             Some(n) => n,
             None => {
                 let stored = self.read_path(&header.id, path)?;
-                if &stored.revision != expected {
+                if !self.same_content(path, &stored.revision, expected) {
                     return Err(moved(&header.id, path));
                 }
                 if stored.torn.is_some() {
@@ -352,7 +382,10 @@ impl JsonlBackend {
         }
         let batch = writer::batch_text(&[], &self.records(events));
         let bytes = writer::encode_batch(&batch, self.compression)?;
-        let identity = log.append(&bytes)?;
+        let prev_len = log.identity.size;
+        let identity = log.append(&bytes).inspect_err(|_| {
+            self.note_rollback(path, expected, prev_len);
+        })?;
         Ok(self.note_write(path, &identity, next + events.len() as u64))
     }
 }

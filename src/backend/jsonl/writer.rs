@@ -2,7 +2,7 @@
 //! `link()`, fsynced appends with a rollback truncate, and torn-tail cuts.
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Write as _};
+use std::io;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -11,6 +11,7 @@ use super::layout::{Compression, io_err};
 use super::revision::{FileIdentity, random_u64};
 use crate::codec::chunk_rows::Record;
 use crate::error::{Error, Result};
+use crate::fault;
 
 /// The bytes of one batch of lines: raw (`lines.join("\n") + "\n"`) or one
 /// Zstandard frame of that text.
@@ -39,7 +40,7 @@ pub fn batch_text(prefix_lines: &[String], records: &[Record]) -> String {
 
 fn fsync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
-        .and_then(|d| d.sync_all())
+        .and_then(|d| fault::sync_dir(&d))
         .map_err(|e| io_err("cannot fsync directory", dir, e))
 }
 
@@ -68,17 +69,16 @@ pub fn create_log(path: &Path, content: &[u8]) -> Result<FileIdentity> {
         .and_then(|n| n.to_str())
         .expect("log names are UTF-8");
     let (tmp, mut file) = open_temp(dir, name)?;
-    let written = file
-        .write_all(content)
-        .and_then(|()| file.sync_all())
+    let written = fault::write_all(&mut file, content)
+        .and_then(|()| fault::sync(&file))
         .map_err(|e| io_err("cannot write", &tmp, e));
     drop(file);
     if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
+        let _ = fault::remove_file(&tmp);
         return Err(e);
     }
-    let linked = fs::hard_link(&tmp, path);
-    let _ = fs::remove_file(&tmp);
+    let linked = fault::hard_link(&tmp, path);
+    let _ = fault::remove_file(&tmp);
     match linked {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -89,7 +89,12 @@ pub fn create_log(path: &Path, content: &[u8]) -> Result<FileIdentity> {
         }
         Err(e) => return Err(io_err("cannot publish", path, e)),
     }
-    fsync_dir(dir)?;
+    if let Err(e) = fsync_dir(dir) {
+        // The link may not be durable: withdraw it, so a failed append leaves
+        // no log behind and can be retried.
+        let _ = fault::remove_file(path);
+        return Err(e);
+    }
     let meta = fs::metadata(path).map_err(|e| io_err("cannot stat", path, e))?;
     Ok(FileIdentity::of(&meta))
 }
@@ -145,9 +150,8 @@ impl OpenLog {
 
     /// Cuts the file to `len` bytes and fsyncs (the torn-tail repair).
     pub fn truncate(&mut self, len: u64) -> Result<()> {
-        self.file
-            .set_len(len)
-            .and_then(|()| self.file.sync_all())
+        fault::set_len(&self.file, len)
+            .and_then(|()| fault::sync(&self.file))
             .map_err(|e| io_err("cannot truncate", &self.path, e))?;
         self.identity.size = len;
         Ok(())
@@ -157,12 +161,9 @@ impl OpenLog {
     /// previous length before the error is returned.
     pub fn append(&mut self, bytes: &[u8]) -> Result<FileIdentity> {
         let prev = self.identity.size;
-        let res = self
-            .file
-            .write_all(bytes)
-            .and_then(|()| self.file.sync_all());
+        let res = fault::write_all(&mut self.file, bytes).and_then(|()| fault::sync(&self.file));
         if let Err(e) = res {
-            let _ = self.file.set_len(prev).and_then(|()| self.file.sync_all());
+            let _ = fault::set_len(&self.file, prev).and_then(|()| fault::sync(&self.file));
             return Err(io_err("cannot append to", &self.path, e));
         }
         let meta = self

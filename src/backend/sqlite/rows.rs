@@ -171,7 +171,7 @@ fn safe_seq(seq: i64) -> Result<u64, String> {
 }
 
 fn safe_time(time: i64) -> Result<i64, String> {
-    if time.abs() <= MAX_SAFE_INTEGER {
+    if time.unsigned_abs() <= MAX_SAFE_INTEGER as u64 {
         Ok(time)
     } else {
         Err(format!("time {time} is not a safe integer"))

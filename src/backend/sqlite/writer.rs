@@ -183,6 +183,7 @@ pub fn append(
     }
     insert_rows(&tx, label, id, events)?;
     let rev = bump_revision(&tx, label, id)?;
+    crate::fault::check(crate::fault::Op::SqliteCommit).map_err(|e| Error::io(label, e))?;
     tx.commit().map_err(|e| {
         sql_error(
             label,
@@ -258,6 +259,7 @@ pub fn commit_repair(
     }
     insert_rows(&tx, label, id, closers)?;
     let rev = bump_revision(&tx, label, id)?;
+    crate::fault::check(crate::fault::Op::SqliteCommit).map_err(|e| Error::io(label, e))?;
     tx.commit().map_err(|e| {
         sql_error(
             label,

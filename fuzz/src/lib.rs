@@ -1,0 +1,4 @@
+//! Fuzz target bodies for dsh-persist (see `targets.rs`; run with
+//! `fuzz/run-all.sh`).
+
+pub mod targets;

@@ -1,0 +1,472 @@
+//! The fuzz targets' bodies, shared by the cargo-fuzz crate (`fuzz/`) and
+//! the stable smoke test (`tests/fuzz_smoke.rs`, which includes this file).
+//!
+//! Each target decodes untrusted bytes with one of the library's parsers and
+//! must never panic; where a parse succeeds, it also checks a round trip
+//! (what was accepted is written back and re-read to the same thing).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use dsh_persist::backend::jsonl::Compression;
+use dsh_persist::backend::jsonl::codec_zstd::FrameDecoder;
+use dsh_persist::backend::jsonl::frames;
+use dsh_persist::backend::jsonl::reader;
+use dsh_persist::backend::sqlite::rows::{self, StoredRow};
+use dsh_persist::backend::sqlite::varint;
+use dsh_persist::codec::chunk_rows::{PackedRow, Record};
+use dsh_persist::model::event::Event;
+use dsh_persist::model::header::{HeaderSource, SessionHeader};
+use dsh_persist::model::json;
+use rusqlite::types::Value;
+
+/// A target body.
+pub type Target = fn(&[u8]);
+
+/// The targets by name (the names of `fuzz/fuzz_targets/*.rs`).
+pub const TARGETS: &[(&str, Target)] = &[
+    ("record_line", record_line),
+    ("jsonl_log", jsonl_log),
+    ("zstd_frames", zstd_frames),
+    ("chunk_row", chunk_row),
+    ("sqlite_row", sqlite_row),
+    ("header", header),
+    ("json_canonical", json_canonical),
+];
+
+fn text(data: &[u8]) -> Option<&str> {
+    std::str::from_utf8(data).ok()
+}
+
+/// A little reader of structured input from raw bytes.
+struct Bytes<'a>(&'a [u8]);
+
+impl<'a> Bytes<'a> {
+    fn byte(&mut self) -> u8 {
+        match self.0.split_first() {
+            Some((b, rest)) => {
+                self.0 = rest;
+                *b
+            }
+            None => 0,
+        }
+    }
+
+    fn i64(&mut self) -> i64 {
+        let mut v = [0u8; 8];
+        for b in &mut v {
+            *b = self.byte();
+        }
+        i64::from_le_bytes(v)
+    }
+
+    /// A length-prefixed piece (1 length byte).
+    fn piece(&mut self) -> &'a [u8] {
+        let n = (self.byte() as usize).min(self.0.len());
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        a
+    }
+
+    fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.0)
+    }
+}
+
+fn records_equal(a: &Record, b: &Record) -> bool {
+    let (mut x, mut y) = (String::new(), String::new());
+    a.write_json(&mut x);
+    b.write_json(&mut y);
+    x == y
+}
+
+fn expand(r: &Record) -> Vec<Event> {
+    let mut out = Vec::new();
+    r.expand_into(&mut out);
+    out
+}
+
+/// `Record::parse_line`: a JSONL record line (event or packed row).
+pub fn record_line(data: &[u8]) {
+    let Some(line) = text(data) else { return };
+    let Ok(record) = Record::parse_line(line) else {
+        return;
+    };
+    let members = expand(&record);
+    assert_eq!(members.len() as u64, record.member_count());
+    for (i, e) in members.iter().enumerate() {
+        assert_eq!(e.seq, record.first_seq() + i as u64);
+    }
+    let mut again = String::new();
+    record.write_json(&mut again);
+    let reparsed = Record::parse_line(&again)
+        .unwrap_or_else(|e| panic!("written record does not parse: {e}: {again}"));
+    assert!(
+        records_equal(&record, &reparsed),
+        "round trip differs: {again}"
+    );
+}
+
+/// The whole JSONL read path (raw encoding): header, line rules, torn tails,
+/// corruption, over a file holding the input.
+pub fn jsonl_log(data: &[u8]) {
+    thread_local! {
+        static PATH: PathBuf = std::env::temp_dir().join(format!(
+            "dsh-fuzz-jsonl-{}-{:?}.jsonl",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+    }
+    PATH.with(|path| {
+        let mut f = std::fs::File::create(path).unwrap();
+        f.write_all(data).unwrap();
+        drop(f);
+        let _ = reader::read_log(path, Compression::None);
+        let _ = reader::read_text(path, Compression::None);
+    });
+}
+
+/// `frames::scan` (the structural Zstandard frame scan), then the streaming
+/// decoder over every complete frame and the torn one.
+pub fn zstd_frames(data: &[u8]) {
+    let Ok(scan) = frames::scan(data) else {
+        return;
+    };
+    let mut pos = 0u64;
+    for f in &scan.frames {
+        assert_eq!(f.start, pos, "frames are back to back");
+        assert!(f.end > f.start && f.end <= data.len() as u64);
+        pos = f.end;
+    }
+    if let Some(t) = scan.torn_start {
+        assert!(t >= pos && t <= data.len() as u64);
+    }
+    let mut dec = FrameDecoder::new();
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    let bounds = scan
+        .frames
+        .iter()
+        .map(|f| (f.start as usize, f.end as usize))
+        .chain(scan.torn_start.map(|t| (t as usize, data.len())));
+    for (a, b) in bounds {
+        out.clear();
+        let _ = dec.decode(&data[a..b], &mut out, |o| {
+            total += o.len();
+            o.clear();
+            // Bound the work of one input (a frame may expand a lot).
+            if total > 64 << 20 {
+                Err(dsh_persist::Error::io_msg("fuzz output cap"))
+            } else {
+                Ok(())
+            }
+        });
+    }
+}
+
+const ROW_TAGS: [&str; 4] = [
+    "text-chunks",
+    "reasoning-chunks",
+    "tool-call-chunks",
+    "x-chunks",
+];
+
+/// `PackedRow::from_parts` (the SQLite decode of a packed row).
+pub fn chunk_row(data: &[u8]) {
+    let mut b = Bytes(data);
+    let tag = ROW_TAGS[(b.byte() % 4) as usize];
+    let seq0 = b.i64() as u64 >> (b.byte() % 64);
+    let time0 = b.i64();
+    let Some(body) = text(b.rest()) else { return };
+    let Ok(row) = PackedRow::from_parts(tag, seq0, time0, body) else {
+        return;
+    };
+    let record = Record::Packed(row.clone());
+    let members = expand(&record);
+    assert_eq!(members.len() as u64, row.member_count());
+    assert!(!members.is_empty());
+    assert_eq!(members[0].seq, seq0);
+    assert_eq!(members[0].time, time0);
+    let again = PackedRow::from_parts(row.tag(), row.seq0(), row.time0(), row.data_json())
+        .unwrap_or_else(|e| panic!("written row does not decode: {e}"));
+    assert!(records_equal(&record, &Record::Packed(again)));
+}
+
+fn value(b: &mut Bytes<'_>) -> Value {
+    match b.byte() % 5 {
+        0 => Value::Null,
+        1 => Value::Integer(b.i64()),
+        2 => Value::Real(f64::from_bits(b.i64() as u64)),
+        3 => Value::Text(String::from_utf8_lossy(b.piece()).into_owned()),
+        _ => Value::Blob(b.piece().to_vec()),
+    }
+}
+
+/// The SQLite row decoder: `varint::decode` of `source_event_seqs` and
+/// `rows::decode_row` of a whole row.
+pub fn sqlite_row(data: &[u8]) {
+    let mut b = Bytes(data);
+    if b.byte() % 2 == 0 {
+        let blob = b.rest();
+        if let Ok(seqs) = varint::decode(blob) {
+            assert_eq!(
+                varint::encode(&seqs),
+                blob,
+                "accepted varints are canonical"
+            );
+            let _ = varint::decode_to_json(blob);
+        }
+        return;
+    }
+    let seq = b.i64() >> (b.byte() % 64);
+    let time = b.i64() >> (b.byte() % 64);
+    let event_type = match b.byte() % 4 {
+        0 => Value::Text(ROW_TAGS[(b.byte() % 4) as usize].to_string()),
+        1 => Value::Text("assistant/chunk".into()),
+        _ => value(&mut b),
+    };
+    let source_event_seqs = value(&mut b);
+    let surface_op = value(&mut b);
+    let ignorable = match b.byte() % 4 {
+        0 => Value::Integer(0),
+        1 => Value::Integer(1),
+        2 => Value::Null,
+        _ => value(&mut b),
+    };
+    let data = match b.byte() % 3 {
+        0 => Value::Text(String::from_utf8_lossy(b.rest()).into_owned()),
+        1 => Value::Blob(b.rest().to_vec()),
+        _ => value(&mut b),
+    };
+    let row = StoredRow {
+        seq,
+        event_type,
+        time,
+        data,
+        source_event_seqs,
+        surface_op,
+        ignorable,
+    };
+    let Ok(record) = rows::decode_row(row) else {
+        return;
+    };
+    let enc = rows::encode_record(&record)
+        .unwrap_or_else(|e| panic!("a decoded record does not encode: {e}"));
+    let back = rows::decode_row(StoredRow {
+        seq: enc.seq,
+        event_type: Value::Text(enc.event_type),
+        time: enc.time,
+        data: enc.data,
+        source_event_seqs: enc.source_event_seqs.map_or(Value::Null, Value::Blob),
+        surface_op: enc.surface_op.map_or(Value::Null, Value::Text),
+        ignorable: enc.ignorable.map_or(Value::Null, Value::Integer),
+    })
+    .unwrap_or_else(|e| panic!("a re-encoded row does not decode: {e}"));
+    assert!(records_equal(&record, &back));
+}
+
+/// `SessionHeader::parse` from a host and as a JSONL line.
+pub fn header(data: &[u8]) {
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    let Some(t) = text(rest) else { return };
+    let source = if sel % 2 == 0 {
+        HeaderSource::Host
+    } else {
+        HeaderSource::JsonlLine
+    };
+    let Ok(h) = SessionHeader::parse(t, source) else {
+        return;
+    };
+    let line = h.to_jsonl_line();
+    let again = SessionHeader::parse(&line, HeaderSource::JsonlLine)
+        .unwrap_or_else(|e| panic!("a written header line does not parse: {e}: {line}"));
+    assert_eq!(again.to_jsonl_line(), line, "header line round trip");
+    let _ = SessionHeader::peek_id_version(t);
+}
+
+/// `json::canonicalize` (host JSON to stored text): accepted text is
+/// canonical after one pass.
+pub fn json_canonical(data: &[u8]) {
+    let Some(t) = text(data) else { return };
+    let Ok(c) = json::canonicalize(t) else {
+        return;
+    };
+    let again =
+        json::canonicalize(&c).unwrap_or_else(|e| panic!("canonical text rejected: {e}: {c}"));
+    assert_eq!(again, c, "canonicalize is not idempotent");
+    let _ = json::JsonText::parse_verbatim(t);
+}
+
+// ---------------------------------------------------------------------------
+// Seeds from the upstream fixtures.
+
+fn files(dir: &std::path::Path, suffix: &str, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            files(&p, suffix, out);
+        } else if p.to_string_lossy().ends_with(suffix) {
+            out.push(p);
+        }
+    }
+}
+
+fn put_i64(out: &mut Vec<u8>, v: i64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_piece(out: &mut Vec<u8>, selector: u8, bytes: &[u8]) {
+    let n = bytes.len().min(255);
+    out.push(selector);
+    out.push(n as u8);
+    out.extend_from_slice(&bytes[..n]);
+}
+
+/// Small seed inputs per target, drawn from the fixture tree at `fixtures`
+/// (the upstream fixtures: JSONL logs, Zstandard logs, SQLite databases).
+pub fn seeds(fixtures: &std::path::Path) -> Vec<(&'static str, Vec<u8>)> {
+    const MAX_FILE: u64 = 64 * 1024;
+    let mut out: Vec<(&'static str, Vec<u8>)> = Vec::new();
+    let mut jsonl = Vec::new();
+    files(fixtures, ".jsonl", &mut jsonl);
+    let mut lines_taken = 0;
+    for p in &jsonl {
+        let Ok(meta) = std::fs::metadata(p) else {
+            continue;
+        };
+        if meta.len() > MAX_FILE {
+            continue;
+        }
+        let bytes = std::fs::read(p).unwrap_or_default();
+        out.push(("jsonl_log", bytes.clone()));
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        for (i, line) in text.lines().enumerate() {
+            if line.len() > 4096 {
+                continue;
+            }
+            if i == 0 {
+                let mut h = vec![1u8];
+                h.extend_from_slice(line.as_bytes());
+                out.push(("header", h));
+                continue;
+            }
+            let ty = json::get_field(line, "type").and_then(json::as_str);
+            if let Some(tag) = ty.map(|t| t.decode().into_owned()) {
+                if let Some(k) = ROW_TAGS[..3].iter().position(|t| *t == tag) {
+                    let seq0 = json::get_field(line, "seq0").and_then(json::as_safe_int);
+                    let time0 = json::get_field(line, "time0").and_then(json::as_safe_int);
+                    let data = json::get_field(line, "data");
+                    if let (Some(s), Some(t), Some(d)) = (seq0, time0, data) {
+                        let mut b = vec![k as u8];
+                        put_i64(&mut b, s);
+                        b.push(0);
+                        put_i64(&mut b, t);
+                        b.extend_from_slice(d.as_bytes());
+                        out.push(("chunk_row", b));
+                    }
+                }
+            }
+            if lines_taken >= 400 {
+                continue;
+            }
+            lines_taken += 1;
+            out.push(("record_line", line.as_bytes().to_vec()));
+            if let Some(data) = json::get_field(line, "data") {
+                out.push(("json_canonical", data.as_bytes().to_vec()));
+            }
+        }
+    }
+    let mut zstd = Vec::new();
+    files(fixtures, ".zstd", &mut zstd);
+    for p in &zstd {
+        if std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_FILE) {
+            out.push(("zstd_frames", std::fs::read(p).unwrap_or_default()));
+        }
+    }
+    let mut dbs = Vec::new();
+    files(fixtures, ".db", &mut dbs);
+    for p in &dbs {
+        let Ok(conn) = rusqlite::Connection::open_with_flags(
+            p,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        ) else {
+            continue;
+        };
+        let Ok(mut stmt) = conn.prepare(&format!(
+            "SELECT {} FROM events ORDER BY session_id, seq LIMIT 300",
+            rows::ROW_COLUMNS
+        )) else {
+            continue;
+        };
+        let Ok(found) = stmt.query_map([], StoredRow::from_sql) else {
+            continue;
+        };
+        for row in found.flatten() {
+            let mut b = vec![1u8];
+            put_i64(&mut b, row.seq);
+            b.push(0);
+            put_i64(&mut b, row.time);
+            b.push(0);
+            match &row.event_type {
+                Value::Text(t) => {
+                    b.push(2);
+                    put_piece(&mut b, 3, t.as_bytes());
+                }
+                _ => b.push(3),
+            }
+            for v in [&row.source_event_seqs, &row.surface_op] {
+                match v {
+                    Value::Blob(x) => {
+                        put_piece(&mut b, 4, x);
+                        if let Value::Blob(x) = v {
+                            let mut vb = vec![0u8];
+                            vb.extend_from_slice(x);
+                            out.push(("sqlite_row", vb));
+                        }
+                    }
+                    Value::Text(x) => put_piece(&mut b, 3, x.as_bytes()),
+                    _ => b.push(0),
+                }
+            }
+            b.push(match row.ignorable {
+                Value::Integer(0) => 0,
+                Value::Integer(1) => 1,
+                _ => 2,
+            });
+            match &row.data {
+                Value::Blob(x) => {
+                    b.push(1);
+                    b.extend_from_slice(x);
+                }
+                Value::Text(x) => {
+                    b.push(0);
+                    b.extend_from_slice(x.as_bytes());
+                }
+                _ => b.push(2),
+            }
+            out.push(("sqlite_row", b));
+        }
+    }
+    for extra in [
+        r#"{"id":"s","createdAt":1}"#,
+        r#"{"id":"s","cwd":"/x","parentSession":"p","seedLength":3,"origin":"fork","delegationDepth":1}"#,
+    ] {
+        let mut h = vec![0u8];
+        h.extend_from_slice(extra.as_bytes());
+        out.push(("header", h));
+    }
+    for extra in [
+        r#"{"a":[1,2.5e10,-0.0,"\u00e9\ud83d\ude00"],"b":{"c":null,"d":true}}"#,
+        r#"[1e400, 0.1, 123456789012345678901234567890]"#,
+        r#""\ud800""#,
+    ] {
+        out.push(("json_canonical", extra.as_bytes().to_vec()));
+    }
+    out
+}
