@@ -7,16 +7,17 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# The fault-injection build comes first: it rebuilds the library with the
+# feature on, and the cdylib's file name does not depend on features, so the
+# plain build below must be the last one the C, Python and Node tests see.
+step "Fault-injection tests (feature build)"
+cargo test --release --features fault-injection --test fault_injection
+
 step "cargo build --release (library, cdylib, CLI)"
 cargo build --release --all-targets
 
 step "Rust tests (release build, reused)"
 cargo test --release
-
-if grep -q '^fault-injection' Cargo.toml; then
-  step "Fault-injection tests"
-  cargo test --release --features fault-injection --test fault_injection
-fi
 
 export DSH_PERSIST_LIB="$PWD/target/release/libdsh_persist.so"
 
@@ -31,5 +32,8 @@ if [ -f bindings/node/package.json ]; then
   step "Node wrapper tests"
   (cd bindings/node && npm install --no-audit --no-fund --silent && node --test test/)
 fi
+
+step "Fixtures untouched"
+cargo test --release --test fixtures_untouched
 
 step "all tests passed"

@@ -95,10 +95,7 @@ fn sanitizers_work() -> bool {
             .arg(&exe)
             .output()
             .is_ok_and(|o| o.status.success());
-        built
-            && Command::new(&exe)
-                .output()
-                .is_ok_and(|o| o.status.success())
+        built && run_built(&exe).output().is_ok_and(|o| o.status.success())
     })
 }
 
@@ -109,6 +106,16 @@ fn show(what: &str, out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// A command running a program linked against the test's cdylib. `cargo
+/// test` puts `target/<profile>` first on `LD_LIBRARY_PATH`, which outranks
+/// the program's rpath; a library left there by an older build would be
+/// loaded instead, so the path is set to the fresh library's directory.
+fn run_built(exe: &Path) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.env("LD_LIBRARY_PATH", lib_dir());
+    cmd
 }
 
 /// Compiles `tests/c/<name>.c` into `dir` and returns the executable.
@@ -148,7 +155,7 @@ fn run_c(name: &str, extra: &[&Path]) {
     let exe = compile_c(name, dir.path());
     let scratch = dir.path().join("scratch");
     std::fs::create_dir_all(&scratch).unwrap();
-    let mut cmd = Command::new(&exe);
+    let mut cmd = run_built(&exe);
     cmd.arg(&scratch).args(extra);
     // Leaks fail the run; a Rust panic's backtrace helps if one slips out.
     cmd.env(
@@ -229,7 +236,7 @@ fn header_compiles_as_cxx_and_twice() {
         "{}",
         show("compile cxx_include.cpp", &out)
     );
-    let run = Command::new(&exe).output().unwrap();
+    let run = run_built(&exe).output().unwrap();
     assert!(run.status.success(), "{}", show("cxx_include", &run));
 }
 
@@ -342,7 +349,7 @@ fn a_leaked_result_string_is_detected() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", show("compile leak.c", &out));
-    let run = Command::new(&exe)
+    let run = run_built(&exe)
         .env("ASAN_OPTIONS", "detect_leaks=1")
         .output()
         .unwrap();
@@ -383,7 +390,7 @@ fn example_host_crash_then_resume() {
     let store = dir.path().join("store");
     // The crash run ends with _exit(0): no leak check there (nothing is
     // released on purpose).
-    let crash = Command::new(&exe)
+    let crash = run_built(&exe)
         .arg("crash")
         .arg(&store)
         .env("ASAN_OPTIONS", "detect_leaks=0")
@@ -395,7 +402,7 @@ fn example_host_crash_then_resume() {
         crash_out.contains("CRASH: exiting without closing"),
         "{crash_out}"
     );
-    let resume = Command::new(&exe)
+    let resume = run_built(&exe)
         .arg("resume")
         .arg(&store)
         .env("ASAN_OPTIONS", "detect_leaks=1")
@@ -416,7 +423,7 @@ fn example_host_crash_then_resume() {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
     // A second crash run on the same store refuses to overwrite the session.
-    let again = Command::new(&exe)
+    let again = run_built(&exe)
         .arg("crash")
         .arg(&store)
         .env("ASAN_OPTIONS", "detect_leaks=0")

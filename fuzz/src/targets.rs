@@ -392,9 +392,14 @@ pub fn seeds(fixtures: &std::path::Path) -> Vec<(&'static str, Vec<u8>)> {
     let mut dbs = Vec::new();
     files(fixtures, ".db", &mut dbs);
     for p in &dbs {
+        // `immutable=1`: read the fixture without creating -wal/-shm files
+        // next to it (the fixtures are never modified).
+        let uri = format!("file:{}?immutable=1", p.display());
         let Ok(conn) = rusqlite::Connection::open_with_flags(
-            p,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            uri,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | rusqlite::OpenFlags::SQLITE_OPEN_URI,
         ) else {
             continue;
         };

@@ -267,9 +267,11 @@ impl LiveSession {
                 json::quote(self.id())
             ))
         })?;
+        // Queue first: a session closed meanwhile refuses the event, and it
+        // must not appear in the in-memory log either.
+        self.inner.ctrl.enqueue([event.clone()])?;
         log.trace = trace;
-        log.events.push(event.clone());
-        self.inner.ctrl.enqueue([event])?;
+        log.events.push(event);
         Ok(seq)
     }
 

@@ -60,6 +60,9 @@ impl Compression {
     }
 }
 
+/// The longest file name common file systems accept.
+pub const MAX_SEGMENT_BYTES: usize = 255;
+
 fn is_safe_unit(u: u16) -> bool {
     matches!(u, 0x30..=0x39 | 0x41..=0x5A | 0x61..=0x7A | 0x2E | 0x5F | 0x2D)
 }
@@ -85,6 +88,13 @@ pub fn escape_id(id: &str) -> Result<String> {
                 } else {
                     push_escape(&mut out, u);
                 }
+            }
+            if out.len() > MAX_SEGMENT_BYTES {
+                return Err(Error::invalid(format!(
+                    "session id {} is too long for a JSONL root: it escapes to a {}-byte directory name, over the {MAX_SEGMENT_BYTES} bytes a file name may hold",
+                    crate::model::json::quote(id),
+                    out.len()
+                )));
             }
             Ok(out)
         }
