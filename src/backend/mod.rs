@@ -78,8 +78,12 @@ pub struct StoredLog {
 pub struct ScannedSuffix {
     pub header: SessionHeader,
     /// JSONL: every intact event of the log (the whole file is read and
-    /// checked). SQLite: only the events with `seq >= k` (it seeks).
-    /// The store checks all of these, then returns those with `seq >= k`.
+    /// every line checked, the contiguity and torn-tail rules included),
+    /// except the members of packed chunk rows with `seq < k`, which are
+    /// left out (plain events before `k` are kept: legacy conversion may
+    /// need them). SQLite: only the events with `seq >= k` (it seeks).
+    /// Ascending, but not necessarily contiguous. The store checks all of
+    /// these, then returns those with `seq >= k`.
     pub events: Vec<Event>,
     pub raw_log: Option<String>,
 }

@@ -335,11 +335,23 @@ impl PackedRow {
 
     /// Appends the member events, in order.
     pub fn expand_into(&self, out: &mut Vec<Event>) {
-        out.reserve(self.pieces.len());
+        self.expand_from_into(0, out);
+    }
+
+    /// Appends the member events with `seq >= from_seq`, in order (a row
+    /// entirely below `from_seq` adds nothing).
+    pub fn expand_from_into(&self, from_seq: u64, out: &mut Vec<Event>) {
+        let skip = from_seq
+            .saturating_sub(self.seq0)
+            .min(self.pieces.len() as u64) as usize;
+        if skip == self.pieces.len() {
+            return;
+        }
+        out.reserve(self.pieces.len() - skip);
         let d = &self.data;
         let mut buf = String::with_capacity(128);
         let ty = EventType::known("assistant/chunk");
-        for (k, piece) in self.pieces.iter().enumerate() {
+        for (k, piece) in self.pieces.iter().enumerate().skip(skip) {
             buf.clear();
             buf.push_str("{\"turn\":");
             buf.push_str(&d[self.turn.clone()]);
@@ -440,9 +452,15 @@ impl Record {
 
     /// Like [`Record::expand_into`], without cloning a plain event.
     pub fn into_events(self, out: &mut Vec<Event>) {
+        self.into_events_from(0, out);
+    }
+
+    /// Like [`Record::into_events`], but a packed row adds only its members
+    /// with `seq >= from_seq`; a plain event is always added.
+    pub fn into_events_from(self, from_seq: u64, out: &mut Vec<Event>) {
         match self {
             Record::Event(e) => out.push(e),
-            Record::Packed(r) => r.expand_into(out),
+            Record::Packed(r) => r.expand_from_into(from_seq, out),
         }
     }
 

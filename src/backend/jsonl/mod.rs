@@ -274,7 +274,13 @@ impl JsonlBackend {
 
     /// A full read of the log at `path` for session `id`.
     fn read_path(&self, id: &str, path: &Path) -> Result<StoredLog> {
-        let outcome = reader::read_log(path, self.compression)?;
+        self.read_path_from(id, path, 0)
+    }
+
+    /// A full read that leaves out packed-row members with a seq below
+    /// `skip_below` (every line is still parsed and judged).
+    fn read_path_from(&self, id: &str, path: &Path, skip_below: u64) -> Result<StoredLog> {
+        let outcome = reader::read_log_from(path, self.compression, skip_below)?;
         if outcome.header.id != id {
             return Err(Error::corruption(format!(
                 "session artifact {} holds session {}, not {}",
@@ -286,7 +292,7 @@ impl JsonlBackend {
         self.check_header_path(&outcome.header, path)?;
         let revision = self.revision_of(path, &outcome.identity);
         if outcome.torn.is_none() {
-            self.note_clean_read(path, &revision, outcome.events.len() as u64);
+            self.note_clean_read(path, &revision, outcome.next_seq);
         }
         Ok(StoredLog {
             header: outcome.header,
@@ -479,8 +485,12 @@ impl Backend for JsonlBackend {
         }
     }
 
-    fn read_from(&self, id: &str, _from_seq: u64) -> Result<Option<ScannedSuffix>> {
-        Ok(self.read(id)?.map(|log| ScannedSuffix {
+    fn read_from(&self, id: &str, from_seq: u64) -> Result<Option<ScannedSuffix>> {
+        let Some(path) = self.find_file(id)? else {
+            return Ok(None);
+        };
+        let log = self.read_path_from(id, &path, from_seq)?;
+        Ok(Some(ScannedSuffix {
             header: log.header,
             events: log.events,
             raw_log: log.raw_log,

@@ -13,13 +13,15 @@
 //!   the log is corrupt.
 //!
 //! Plaintext is processed in bounded chunks, one line at a time, straight
-//! from the decode buffer: no per-line copies, no JSON value trees.
+//! from the decode buffer: no per-line copies, no JSON value trees. A large
+//! log is split in two (zstd: two runs of frames; uncompressed: each block
+//! at a line boundary) that two threads decode and parse; the line rules
+//! are then applied in file order, so the outcome (events, torn tail,
+//! errors and their line numbers) is that of one sequential pass.
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
-
-use memchr::memmem;
 
 use super::codec_zstd::{DecodeEnd, FrameDecoder};
 use super::frames;
@@ -35,16 +37,32 @@ use crate::model::json;
 /// How many times a full read retries when the file changes under it.
 const READ_ATTEMPTS: usize = 8;
 
-/// Bytes read per chunk from an uncompressed log.
+/// Bytes read per chunk while looking for the header line of an
+/// uncompressed log.
 const READ_CHUNK: usize = 1 << 20;
+
+/// Bytes read per block from an uncompressed log (the lines of a block are
+/// parsed at once, in two halves in parallel when it is large).
+const READ_BLOCK: usize = 8 << 20;
+
+/// A block of uncompressed lines at least this large is parsed by two
+/// threads (below it, a thread costs more than it saves).
+const PARALLEL_MIN_PLAIN: usize = 256 << 10;
+
+/// Compressed frames (after the header frame) of at least this many bytes
+/// are decoded and parsed by two threads.
+const PARALLEL_MIN_ZSTD: usize = 64 << 10;
 
 /// A full read of one log file.
 #[derive(Debug)]
 pub struct ReadOutcome {
     pub header: SessionHeader,
     /// The intact events from seq 0 (packed rows expanded, records recovered
-    /// from a torn zstd frame included).
+    /// from a torn zstd frame included), except packed-row members below the
+    /// `skip_below` seq of the read.
     pub events: Vec<Event>,
+    /// The seq after the last intact event.
+    pub next_seq: u64,
     pub torn: Option<TornTail>,
     /// The file identity the read saw (unchanged from start to end).
     pub identity: FileIdentity,
@@ -106,72 +124,224 @@ impl Bad {
     }
 }
 
-/// The line rules, fed one complete line at a time.
-struct LineScanner<'a> {
+/// One record line judged on its own, without its place in the log (this
+/// part of the work runs in parallel; [`Rules`] then applies the line rules
+/// in file order).
+#[derive(Clone, Copy, Debug)]
+enum LineKind {
+    /// A record: its first seq, its member count, and whether it is a
+    /// `turn/end` event.
+    Record {
+        first_seq: u64,
+        count: u64,
+        turn_end: bool,
+    },
+    Unparsable,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct LineInfo {
+    kind: LineKind,
+    at: Cut,
+    /// The length of [`Parsed::events`] once this line's events were added.
+    events_end: usize,
+}
+
+/// How decoding a complete zstd frame ended, after its lines.
+#[derive(Debug)]
+struct FrameEnd {
+    /// [`Parsed::lines`] index after the frame's last line.
+    lines_end: usize,
+    start: u64,
+    end: DecodeEnd,
+    /// The decoded text did not end in `\n`.
+    torn_record: bool,
+}
+
+/// A stretch of record lines, parsed and expanded but not yet judged.
+struct Parsed {
+    lines: Vec<LineInfo>,
+    /// The events of every parsed line (packed-row members with a seq below
+    /// `skip_below` left out), from index `base` on.
+    events: Vec<Event>,
+    base: usize,
+    /// zstd: the end of each complete frame of the stretch.
+    frames: Vec<FrameEnd>,
+    skip_below: u64,
+}
+
+impl Parsed {
+    /// A stretch whose events are added to `events` (after what it holds).
+    fn new(events: Vec<Event>, skip_below: u64) -> Self {
+        Parsed {
+            lines: Vec::new(),
+            base: events.len(),
+            events,
+            frames: Vec::new(),
+            skip_below,
+        }
+    }
+
+    fn line(&mut self, text: &[u8], at: Cut) {
+        let record = std::str::from_utf8(text)
+            .ok()
+            .and_then(|s| Record::parse_line(s).ok());
+        let kind = match record {
+            None => LineKind::Unparsable,
+            Some(r) => {
+                let kind = LineKind::Record {
+                    first_seq: r.first_seq(),
+                    count: r.member_count(),
+                    turn_end: r.is_turn_end(),
+                };
+                r.into_events_from(self.skip_below, &mut self.events);
+                kind
+            }
+        };
+        self.lines.push(LineInfo {
+            kind,
+            at,
+            events_end: self.events.len(),
+        });
+    }
+
+    /// Decodes one complete frame, parsing its lines.
+    fn frame(
+        &mut self,
+        dec: &mut FrameDecoder,
+        buf: &[u8],
+        frame: &frames::Frame,
+        index: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        out.clear();
+        let mut k = 0usize;
+        let end = dec.decode(&buf[frame.start as usize..frame.end as usize], out, |b| {
+            drain_lines(b, |line| {
+                let at = Cut::FrameLine {
+                    frame: index,
+                    line_in_frame: k,
+                };
+                k += 1;
+                self.line(line, at);
+                Ok(())
+            })
+        })?;
+        self.frames.push(FrameEnd {
+            lines_end: self.lines.len(),
+            start: frame.start,
+            end,
+            torn_record: !out.is_empty(),
+        });
+        Ok(())
+    }
+}
+
+/// The line rules, applied in file order to parsed stretches.
+struct Rules<'a> {
     raw_log: &'a str,
-    line_no: u64,
+    /// Record lines judged so far (the header not counted).
+    records: u64,
     header: Option<SessionHeader>,
+    /// The accepted events.
     events: Vec<Event>,
     expected: u64,
     bad: Option<Bad>,
-    turn_end: memmem::Finder<'static>,
 }
 
-impl<'a> LineScanner<'a> {
+impl<'a> Rules<'a> {
     fn new(raw_log: &'a str) -> Self {
-        LineScanner {
+        Rules {
             raw_log,
-            line_no: 0,
+            records: 0,
             header: None,
             events: Vec::new(),
             expected: 0,
             bad: None,
-            turn_end: memmem::Finder::new(b"turn/end"),
         }
     }
 
-    fn line(&mut self, text: &[u8], at: Cut) -> Result<()> {
-        self.line_no += 1;
-        if self.header.is_none() {
-            self.header = Some(parse_header_line(text, self.raw_log)?);
-            return Ok(());
+    fn header_line(&mut self, text: &[u8]) -> Result<()> {
+        self.header = Some(parse_header_line(text, self.raw_log)?);
+        Ok(())
+    }
+
+    /// A stretch that adds to the accepted events.
+    fn start(&mut self, skip_below: u64) -> Parsed {
+        Parsed::new(std::mem::take(&mut self.events), skip_below)
+    }
+
+    /// Judges lines `range` of `part`; `keep` becomes the `events_end` of
+    /// the last accepted one.
+    fn judge(
+        &mut self,
+        part: &Parsed,
+        range: std::ops::Range<usize>,
+        keep: &mut usize,
+    ) -> Result<()> {
+        for info in &part.lines[range] {
+            self.records += 1;
+            if let Some(bad) = self.bad {
+                if matches!(info.kind, LineKind::Record { turn_end: true, .. }) {
+                    return Err(bad.error());
+                }
+                continue;
+            }
+            match info.kind {
+                LineKind::Unparsable => {
+                    self.bad = Some(Bad {
+                        line: self.records,
+                        kind: BadKind::Unparsable,
+                        at: info.at,
+                    })
+                }
+                LineKind::Record { first_seq, .. } if first_seq != self.expected => {
+                    self.bad = Some(Bad {
+                        line: self.records,
+                        kind: BadKind::Gap {
+                            expected: self.expected,
+                            got: first_seq,
+                        },
+                        at: info.at,
+                    })
+                }
+                LineKind::Record { count, .. } => {
+                    self.expected += count;
+                    *keep = info.events_end;
+                }
+            }
         }
-        if let Some(bad) = self.bad {
-            if self.turn_end.find(text).is_some()
-                && std::str::from_utf8(text)
-                    .ok()
-                    .and_then(|s| Record::parse_line(s).ok())
-                    .is_some_and(|r| r.is_turn_end())
-            {
-                return Err(bad.error());
+        Ok(())
+    }
+
+    /// Applies the rules to a parsed stretch (its lines, and for zstd the
+    /// end of each frame, in order) and keeps its accepted events.
+    fn absorb(&mut self, mut part: Parsed) -> Result<()> {
+        let mut keep = part.base;
+        let mut line = 0;
+        for f in &part.frames {
+            self.judge(&part, line..f.lines_end, &mut keep)?;
+            line = f.lines_end;
+            match &f.end {
+                DecodeEnd::Finished => {}
+                DecodeEnd::Failed(cause) => return Err(frame_failed(f.start, cause.clone())),
+                DecodeEnd::NeedMore => {
+                    return Err(frame_failed(
+                        f.start,
+                        "the frame ended before its last block was decoded".into(),
+                    ));
+                }
             }
-            return Ok(());
+            if f.torn_record {
+                return Err(zstd_corrupt("complete frame contains a torn JSONL record"));
+            }
         }
-        let record = std::str::from_utf8(text)
-            .ok()
-            .and_then(|s| Record::parse_line(s).ok());
-        match record {
-            None => {
-                self.bad = Some(Bad {
-                    line: self.line_no - 1,
-                    kind: BadKind::Unparsable,
-                    at,
-                })
-            }
-            Some(r) if r.first_seq() != self.expected => {
-                self.bad = Some(Bad {
-                    line: self.line_no - 1,
-                    kind: BadKind::Gap {
-                        expected: self.expected,
-                        got: r.first_seq(),
-                    },
-                    at,
-                })
-            }
-            Some(r) => {
-                self.expected += r.member_count();
-                r.into_events(&mut self.events);
-            }
+        self.judge(&part, line..part.lines.len(), &mut keep)?;
+        part.events.truncate(keep);
+        if self.events.is_empty() {
+            self.events = part.events;
+        } else {
+            self.events.append(&mut part.events);
         }
         Ok(())
     }
@@ -212,6 +382,17 @@ where
 
 /// Reads a whole log, retrying while the file changes under the read.
 pub fn read_log(path: &Path, compression: Compression) -> Result<ReadOutcome> {
+    read_log_from(path, compression, 0)
+}
+
+/// [`read_log`], leaving packed-row members with a seq below `skip_below`
+/// out of the events (every line is still parsed and judged, so the
+/// outcome is otherwise the same); 0 keeps everything.
+pub fn read_log_from(
+    path: &Path,
+    compression: Compression,
+    skip_below: u64,
+) -> Result<ReadOutcome> {
     let raw_log = path.display().to_string();
     for _ in 0..READ_ATTEMPTS {
         let mut file = File::open(path).map_err(|e| io_err("cannot open", path, e))?;
@@ -220,20 +401,23 @@ pub fn read_log(path: &Path, compression: Compression) -> Result<ReadOutcome> {
                 .metadata()
                 .map_err(|e| io_err("cannot stat", path, e))?,
         );
-        let (header, events, torn) = match compression {
+        let scanned = match compression {
             Compression::Zstd => {
                 let buf = read_all(&mut file, before.size, path)?;
-                scan_zstd(&buf, &raw_log)?
+                scan_zstd(&buf, &raw_log, skip_below, PARALLEL_MIN_ZSTD)?
             }
-            Compression::None => scan_plain(&mut file, &raw_log, path)?,
+            Compression::None => {
+                scan_plain(&mut file, &raw_log, path, skip_below, PARALLEL_MIN_PLAIN)?
+            }
         };
         let after =
             FileIdentity::of(&std::fs::metadata(path).map_err(|e| io_err("cannot stat", path, e))?);
         if after == before {
             return Ok(ReadOutcome {
-                header,
-                events,
-                torn,
+                header: scanned.header,
+                events: scanned.events,
+                next_seq: scanned.next_seq,
+                torn: scanned.torn,
                 identity: before,
             });
         }
@@ -250,7 +434,14 @@ fn read_all(file: &mut File, size_hint: u64, path: &Path) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-type Scanned = (SessionHeader, Vec<Event>, Option<TornTail>);
+/// What a scan found.
+#[derive(Debug)]
+struct Scanned {
+    header: SessionHeader,
+    events: Vec<Event>,
+    next_seq: u64,
+    torn: Option<TornTail>,
+}
 
 fn no_header(raw_log: &str) -> Error {
     corrupt(format!(
@@ -258,36 +449,100 @@ fn no_header(raw_log: &str) -> Error {
     ))
 }
 
-fn scan_plain(file: &mut File, raw_log: &str, path: &Path) -> Result<Scanned> {
-    let mut sc = LineScanner::new(raw_log);
-    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK * 2);
-    let mut offset: u64 = 0; // file offset of buf[0]
+/// Reads up to `max` more bytes of `file` into `buf`; returns how many.
+fn read_more(file: &mut File, buf: &mut Vec<u8>, max: usize, path: &Path) -> Result<usize> {
+    let before = buf.len();
+    buf.reserve(max);
     loop {
-        let len = buf.len();
-        buf.resize(len + READ_CHUNK, 0);
-        let n = loop {
-            match file.read(&mut buf[len..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(io_err("cannot read", path, e)),
+        match file.by_ref().take(max as u64).read_to_end(buf) {
+            Ok(_) => return Ok(buf.len() - before),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err("cannot read", path, e)),
+        }
+    }
+}
+
+/// Parses the lines of `text` (complete lines, each ending in `\n`; the
+/// first starts at file offset `offset`) into `part`.
+fn parse_plain_lines(part: &mut Parsed, text: &[u8], offset: u64) {
+    let mut start = 0;
+    for nl in memchr::memchr_iter(b'\n', text) {
+        part.line(&text[start..nl], Cut::Byte(offset + start as u64));
+        start = nl + 1;
+    }
+}
+
+/// Where to split `text` (complete lines) into two halves of whole lines:
+/// the end of the line that holds the middle byte, when that leaves both
+/// halves non-empty.
+fn split_point(text: &[u8]) -> Option<usize> {
+    let mid = text.len() / 2;
+    let nl = memchr::memchr(b'\n', &text[mid..])?;
+    let at = mid + nl + 1;
+    (at < text.len()).then_some(at)
+}
+
+fn scan_plain(
+    file: &mut File,
+    raw_log: &str,
+    path: &Path,
+    skip_below: u64,
+    parallel_min: usize,
+) -> Result<Scanned> {
+    let mut rules = Rules::new(raw_log);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut offset: u64; // file offset of buf[0]
+    // The header line first: a foreign version is refused before anything
+    // else about the file is judged.
+    loop {
+        if let Some(nl) = memchr::memchr(b'\n', &buf) {
+            rules.header_line(&buf[..nl])?;
+            buf.drain(..nl + 1);
+            offset = nl as u64 + 1;
+            break;
+        }
+        if read_more(file, &mut buf, READ_CHUNK, path)? == 0 {
+            return Err(no_header(raw_log));
+        }
+    }
+    loop {
+        let n = read_more(file, &mut buf, READ_BLOCK, path)?;
+        let complete = memchr::memrchr(b'\n', &buf).map_or(0, |nl| nl + 1);
+        if complete > 0 {
+            let text = &buf[..complete];
+            match split_point(text).filter(|_| text.len() >= parallel_min) {
+                Some(at) => {
+                    let (a, b) = text.split_at(at);
+                    let mut first = rules.start(skip_below);
+                    let second = std::thread::scope(|scope| {
+                        let worker = scope.spawn(|| {
+                            let mut part = Parsed::new(Vec::new(), skip_below);
+                            parse_plain_lines(&mut part, b, offset + at as u64);
+                            part
+                        });
+                        parse_plain_lines(&mut first, a, offset);
+                        worker.join()
+                    })
+                    .map_err(|_| Error::invariant("a JSONL read worker panicked"))?;
+                    rules.absorb(first)?;
+                    rules.absorb(second)?;
+                }
+                None => {
+                    let mut part = rules.start(skip_below);
+                    parse_plain_lines(&mut part, text, offset);
+                    rules.absorb(part)?;
+                }
             }
-        };
-        buf.truncate(len + n);
+            buf.drain(..complete);
+            offset += complete as u64;
+        }
         if n == 0 {
             break;
         }
-        let mut line_start = offset;
-        let before = buf.len();
-        drain_lines(&mut buf, |line| {
-            let at = Cut::Byte(line_start);
-            line_start += line.len() as u64 + 1;
-            sc.line(line, at)
-        })?;
-        offset += (before - buf.len()) as u64;
     }
     // `buf` now holds the final segment without a newline (torn), if any.
-    let header = sc.header.take().ok_or_else(|| no_header(raw_log))?;
-    let torn_at = match sc.bad {
+    let header = rules.header.take().ok_or_else(|| no_header(raw_log))?;
+    let torn_at = match rules.bad {
         Some(Bad {
             at: Cut::Byte(b), ..
         }) => Some(b),
@@ -303,61 +558,107 @@ fn scan_plain(file: &mut File, raw_log: &str, path: &Path) -> Result<Scanned> {
         truncate_to: b,
         recovered: Vec::new(),
     });
-    Ok((header, sc.events, torn))
+    Ok(Scanned {
+        header,
+        events: rules.events,
+        next_seq: rules.expected,
+        torn,
+    })
 }
 
-/// Decodes one complete frame through `sc`; its text must end in `\n`.
-fn scan_complete_frame(
-    dec: &mut FrameDecoder,
+/// Decodes and parses frames `range` of `scan` into `part`.
+fn parse_frames(
+    part: &mut Parsed,
     buf: &[u8],
-    frame: &frames::Frame,
-    index: usize,
-    sc: &mut LineScanner<'_>,
-    out: &mut Vec<u8>,
+    frames: &[frames::Frame],
+    first_index: usize,
 ) -> Result<()> {
-    out.clear();
-    let mut k = 0usize;
-    let end = dec.decode(&buf[frame.start as usize..frame.end as usize], out, |b| {
-        drain_lines(b, |line| {
-            let at = Cut::FrameLine {
-                frame: index,
-                line_in_frame: k,
-            };
-            k += 1;
-            sc.line(line, at)
-        })
-    })?;
-    match end {
-        DecodeEnd::Finished => {}
-        DecodeEnd::Failed(cause) => return Err(frame_failed(frame.start, cause)),
-        DecodeEnd::NeedMore => {
-            return Err(frame_failed(
-                frame.start,
-                "the frame ended before its last block was decoded".into(),
-            ));
-        }
-    }
-    if !out.is_empty() {
-        return Err(zstd_corrupt("complete frame contains a torn JSONL record"));
+    let mut dec = FrameDecoder::new();
+    let mut out = Vec::new();
+    for (k, frame) in frames.iter().enumerate() {
+        part.frame(&mut dec, buf, frame, first_index + k, &mut out)?;
     }
     Ok(())
 }
 
-fn scan_zstd(buf: &[u8], raw_log: &str) -> Result<Scanned> {
+/// Where to split `frames` into two runs of about the same compressed size.
+fn frame_split(frames: &[frames::Frame]) -> Option<usize> {
+    let (first, last) = (frames.first()?, frames.last()?);
+    let mid = first.start + (last.end - first.start) / 2;
+    let at = frames.partition_point(|f| f.end <= mid);
+    (at > 0 && at < frames.len()).then_some(at)
+}
+
+fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) -> Result<Scanned> {
     let mut dec = FrameDecoder::new();
     let mut out = Vec::new();
-    let mut sc = LineScanner::new(raw_log);
+    let mut rules = Rules::new(raw_log);
     // The header frame first: a foreign version is refused before anything
     // else about the file is judged.
     let first = frames::first_frame(buf)?
         .ok_or_else(|| zstd_corrupt(format!("{raw_log} has no complete header frame")))?;
-    scan_complete_frame(&mut dec, buf, &first, 0, &mut sc, &mut out)?;
-    if sc.header.is_none() {
+    {
+        let mut part = rules.start(skip_below);
+        let mut k = 0usize;
+        let end = dec.decode(
+            &buf[first.start as usize..first.end as usize],
+            &mut out,
+            |b| {
+                drain_lines(b, |line| {
+                    if rules.header.is_none() {
+                        return rules.header_line(line);
+                    }
+                    k += 1;
+                    part.line(
+                        line,
+                        Cut::FrameLine {
+                            frame: 0,
+                            line_in_frame: k,
+                        },
+                    );
+                    Ok(())
+                })
+            },
+        )?;
+        part.frames.push(FrameEnd {
+            lines_end: part.lines.len(),
+            start: first.start,
+            end,
+            torn_record: !out.is_empty(),
+        });
+        rules.absorb(part)?;
+    }
+    if rules.header.is_none() {
         return Err(no_header(raw_log));
     }
     let scan = frames::scan(buf)?;
-    for (i, frame) in scan.frames.iter().enumerate().skip(1) {
-        scan_complete_frame(&mut dec, buf, frame, i, &mut sc, &mut out)?;
+    let rest = scan.frames.get(1..).unwrap_or(&[]);
+    let rest_bytes = match (rest.first(), rest.last()) {
+        (Some(a), Some(b)) => (b.end - a.start) as usize,
+        _ => 0,
+    };
+    match frame_split(rest).filter(|_| rest_bytes >= parallel_min) {
+        Some(at) => {
+            let (a, b) = rest.split_at(at);
+            let mut first_part = rules.start(skip_below);
+            let (r1, r2) = std::thread::scope(|scope| {
+                let worker = scope.spawn(|| {
+                    let mut part = Parsed::new(Vec::new(), skip_below);
+                    parse_frames(&mut part, buf, b, 1 + at).map(|()| part)
+                });
+                let r1 = parse_frames(&mut first_part, buf, a, 1);
+                (r1, worker.join())
+            });
+            r1?;
+            let second = r2.map_err(|_| Error::invariant("a JSONL read worker panicked"))??;
+            rules.absorb(first_part)?;
+            rules.absorb(second)?;
+        }
+        None => {
+            let mut part = rules.start(skip_below);
+            parse_frames(&mut part, buf, rest, 1)?;
+            rules.absorb(part)?;
+        }
     }
     let torn_index = scan.frames.len();
     let mut torn_lines = 0usize;
@@ -365,6 +666,7 @@ fn scan_zstd(buf: &[u8], raw_log: &str) -> Result<Scanned> {
         out.clear();
         // Decode what the cut frame still holds; complete lines count, the
         // partial last line (and anything a decoder error hides) is torn.
+        let mut part = rules.start(skip_below);
         let _ = dec.decode(&buf[start as usize..], &mut out, |b| {
             drain_lines(b, |line| {
                 let at = Cut::FrameLine {
@@ -372,9 +674,11 @@ fn scan_zstd(buf: &[u8], raw_log: &str) -> Result<Scanned> {
                     line_in_frame: torn_lines,
                 };
                 torn_lines += 1;
-                sc.line(line, at)
+                part.line(line, at);
+                Ok(())
             })
         })?;
+        rules.absorb(part)?;
     }
     let frame_start = |i: usize| -> u64 {
         scan.frames
@@ -382,7 +686,7 @@ fn scan_zstd(buf: &[u8], raw_log: &str) -> Result<Scanned> {
             .map_or_else(|| scan.torn_start.unwrap_or(buf.len() as u64), |f| f.start)
     };
     let frame_end = |i: usize| -> u64 { scan.frames.get(i).map_or(buf.len() as u64, |f| f.end) };
-    let cut = match sc.bad {
+    let cut = match rules.bad {
         Some(Bad {
             at: Cut::FrameLine {
                 frame,
@@ -415,8 +719,13 @@ fn scan_zstd(buf: &[u8], raw_log: &str) -> Result<Scanned> {
             })
         }
     };
-    let header = sc.header.take().ok_or_else(|| no_header(raw_log))?;
-    Ok((header, sc.events, torn))
+    let header = rules.header.take().ok_or_else(|| no_header(raw_log))?;
+    Ok(Scanned {
+        header,
+        events: rules.events,
+        next_seq: rules.expected,
+        torn,
+    })
 }
 
 /// The first `n` complete lines of a frame (possibly cut short), as text.
@@ -556,4 +865,229 @@ pub fn peek_header(
     Ok(SessionHeader::parse_any_version(s, HeaderSource::JsonlLine)
         .ok()
         .map(|h| (h, identity)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::chunk_rows::{PackLimits, pack};
+    use crate::model::json::quote;
+    use std::io::Write as _;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn event(ty: &str, seq: u64, data: &str) -> Event {
+        Event::parse(&format!(
+            r#"{{"type":{},"seq":{seq},"time":{},"data":{data}}}"#,
+            quote(ty),
+            1000 + seq * 3
+        ))
+        .unwrap()
+    }
+
+    /// Batches of record lines: each a turn with a run of packed chunks.
+    fn batches(turns: u64) -> Vec<Vec<String>> {
+        let mut seq = 0;
+        let mut out = Vec::new();
+        for t in 1..=turns {
+            let mut events = vec![event("turn/start", seq, &format!(r#"{{"turn":{t}}}"#))];
+            seq += 1;
+            for k in 0..(5 + t % 4) {
+                let data = format!(
+                    r#"{{"turn":{t},"step":1,"chunk":{{"type":"text-delta","index":0,"text":"piece {k} of turn {t}"}}}}"#
+                );
+                events.push(event("assistant/chunk", seq, &data));
+                seq += 1;
+            }
+            events.push(event("user/message", seq, r#"{"x":1}"#));
+            seq += 1;
+            events.push(event("turn/end", seq, &format!(r#"{{"turn":{t}}}"#)));
+            seq += 1;
+            let mut lines = Vec::new();
+            for r in pack(&events, &PackLimits::JSONL) {
+                let mut l = String::new();
+                r.write_json(&mut l);
+                lines.push(l);
+            }
+            out.push(lines);
+        }
+        out
+    }
+
+    fn header_line() -> String {
+        SessionHeader::new("par", 1).to_jsonl_line()
+    }
+
+    fn zstd_bytes(batches: &[Vec<String>]) -> Vec<u8> {
+        let mut out = codec_zstd_frame(&format!("{}\n", header_line()));
+        for b in batches {
+            out.extend(codec_zstd_frame(
+                &b.iter().map(|l| format!("{l}\n")).collect::<String>(),
+            ));
+        }
+        out
+    }
+
+    fn codec_zstd_frame(text: &str) -> Vec<u8> {
+        super::super::codec_zstd::encode_frame(text.as_bytes()).unwrap()
+    }
+
+    fn plain_bytes(batches: &[Vec<String>]) -> Vec<u8> {
+        let mut out = format!("{}\n", header_line());
+        for b in batches {
+            for l in b {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+        out.into_bytes()
+    }
+
+    fn show(r: Result<Scanned>) -> String {
+        match r {
+            Ok(s) => format!("{s:?}"),
+            Err(e) => format!("error: {e} / {e:?}"),
+        }
+    }
+
+    static FILES: AtomicUsize = AtomicUsize::new(0);
+
+    fn plain_scan(bytes: &[u8], skip: u64, parallel_min: usize) -> String {
+        let path = std::env::temp_dir().join(format!(
+            "dsh-reader-par-{}-{}.jsonl",
+            std::process::id(),
+            FILES.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(bytes)
+            .unwrap();
+        let mut f = File::open(&path).unwrap();
+        let r = show(scan_plain(&mut f, "LOG", &path, skip, parallel_min));
+        let _ = std::fs::remove_file(&path);
+        r
+    }
+
+    /// The parallel and the sequential scan agree on `batches`, for zstd and
+    /// uncompressed, with and without skipping.
+    fn agree(batches: &[Vec<String>], what: &str) {
+        let z = zstd_bytes(batches);
+        let p = plain_bytes(batches);
+        for skip in [0, 17] {
+            let seq = show(scan_zstd(&z, "LOG", skip, usize::MAX));
+            let par = show(scan_zstd(&z, "LOG", skip, 0));
+            assert_eq!(seq, par, "zstd, {what}, skip {skip}");
+            let seq = plain_scan(&p, skip, usize::MAX);
+            let par = plain_scan(&p, skip, 0);
+            assert_eq!(seq, par, "plain, {what}, skip {skip}");
+        }
+    }
+
+    #[test]
+    fn parallel_scans_match_the_sequential_scan_on_bad_lines() {
+        let clean = batches(12);
+        assert!(frame_split(&frames::scan(&zstd_bytes(&clean)).unwrap().frames[1..]).is_some());
+        assert!(split_point(&plain_bytes(&clean)).is_some());
+        agree(&clean, "clean");
+        let positions: Vec<(usize, usize)> = clean
+            .iter()
+            .enumerate()
+            .flat_map(|(b, lines)| (0..lines.len()).map(move |l| (b, l)))
+            .collect();
+        for &(b, l) in &positions {
+            // An unparsable line, then later turn ends (corrupt).
+            let mut m = clean.clone();
+            m[b][l] = "{\"type\":".into();
+            agree(&m, &format!("unparsable at {b}/{l}"));
+            // The same, with no later turn end (a torn tail).
+            let mut m = clean[..=b].to_vec();
+            m[b][l] = "not json".into();
+            m[b].retain(|x| !x.contains("turn/end"));
+            agree(&m, &format!("torn unparsable at {b}/{l}"));
+            // A seq gap.
+            let mut m = clean.clone();
+            m[b][l] = m[b][l].replacen("\"seq", "\"seq\":999999,\"x", 1);
+            agree(&m, &format!("gap at {b}/{l}"));
+            let mut m = clean.clone();
+            m[b].remove(l);
+            agree(&m, &format!("missing line at {b}/{l}"));
+        }
+    }
+
+    #[test]
+    fn parallel_scans_match_on_torn_and_corrupt_bytes() {
+        let clean = batches(10);
+        let z = zstd_bytes(&clean);
+        let p = plain_bytes(&clean);
+        for cut in (1..400).chain([z.len() / 2, z.len() * 2 / 3]) {
+            if cut < z.len() {
+                let t = &z[..z.len() - cut];
+                for skip in [0, 30] {
+                    assert_eq!(
+                        show(scan_zstd(t, "LOG", skip, usize::MAX)),
+                        show(scan_zstd(t, "LOG", skip, 0)),
+                        "zstd cut {cut}"
+                    );
+                }
+            }
+            if cut < p.len() {
+                let t = &p[..p.len() - cut];
+                assert_eq!(
+                    plain_scan(t, 0, usize::MAX),
+                    plain_scan(t, 0, 0),
+                    "plain cut {cut}"
+                );
+            }
+        }
+        for at in (0..z.len()).step_by(7) {
+            let mut bad = z.clone();
+            bad[at] ^= 0x55;
+            assert_eq!(
+                show(scan_zstd(&bad, "LOG", 0, usize::MAX)),
+                show(scan_zstd(&bad, "LOG", 0, 0)),
+                "zstd byte {at} flipped"
+            );
+        }
+    }
+
+    #[test]
+    fn skipping_leaves_out_only_packed_members_below_the_start() {
+        let clean = batches(8);
+        for (bytes, zstd) in [(zstd_bytes(&clean), true), (plain_bytes(&clean), false)] {
+            let scan = |skip| {
+                if zstd {
+                    scan_zstd(&bytes, "LOG", skip, 0).unwrap()
+                } else {
+                    let path = std::env::temp_dir().join(format!(
+                        "dsh-reader-skip-{}-{}.jsonl",
+                        std::process::id(),
+                        FILES.fetch_add(1, Ordering::Relaxed)
+                    ));
+                    std::fs::write(&path, &bytes).unwrap();
+                    let r = scan_plain(&mut File::open(&path).unwrap(), "LOG", &path, skip, 0);
+                    let _ = std::fs::remove_file(&path);
+                    r.unwrap()
+                }
+            };
+            let full = scan(0);
+            for k in [
+                1,
+                5,
+                40,
+                66,
+                full.next_seq - 1,
+                full.next_seq,
+                full.next_seq + 9,
+            ] {
+                let part = scan(k);
+                assert_eq!(part.next_seq, full.next_seq);
+                let want: Vec<&Event> = full
+                    .events
+                    .iter()
+                    .filter(|e| e.seq >= k || e.event_type != "assistant/chunk")
+                    .collect();
+                let got: Vec<&Event> = part.events.iter().collect();
+                assert_eq!(got, want, "skip {k}, zstd {zstd}");
+            }
+        }
+    }
 }
