@@ -127,6 +127,7 @@ impl SqliteBackend {
         schema::apply_connection_pragmas(&conn, &label, config.busy_timeout_ms)?;
         let store_id = schema::ensure_identity(&mut conn, &label)?;
         schema::apply_journal_pragmas(&conn, &label, config.journal_mode, in_memory)?;
+        reader::prepare_list(&conn, &label)?;
         let revision_prefix = match &path {
             None => "memory".to_string(),
             Some(p) => file_identity(p)?,
@@ -199,8 +200,7 @@ impl Backend for SqliteBackend {
     }
 
     fn list(&self) -> Result<Vec<SessionHeader>> {
-        self.with_conn(|c| reader::list_sessions(c, &self.label))
-            .map(|rows| rows.into_iter().map(|r| r.header).collect())
+        self.with_conn(|c| reader::list_headers(c, &self.label))
     }
 
     fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {
@@ -282,5 +282,73 @@ impl Backend for SqliteBackend {
                 .map_err(|(_, e)| sql_error(&self.label, "cannot close", e))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::json::JsonText;
+
+    fn backend_with(ids: &[&str]) -> SqliteBackend {
+        let be = SqliteBackend::open(&SqliteConfig::memory()).unwrap();
+        for id in ids {
+            let mut h = SessionHeader::new(*id, 5);
+            h.cwd = Some("/w".into());
+            let e = Event::new(
+                crate::model::event::EventType::known("turn/start"),
+                0,
+                1,
+                JsonText::from_trusted("{\"turn\":1}"),
+            );
+            be.append(&h, &[e], Expect::New).unwrap();
+        }
+        be
+    }
+
+    #[test]
+    fn list_reads_headers_in_insertion_order() {
+        let be = backend_with(&["b", "a", "c"]);
+        be.with_conn(|c| {
+            c.execute_batch(
+                "UPDATE sessions SET parent_session = 'a', seed_length = 2, origin = 'o', delegation_depth = 1, agent_preset = 'p' WHERE id = 'c'",
+            )
+            .unwrap();
+            Ok(())
+        })
+        .unwrap();
+        let listed = be.list().unwrap();
+        let snapshots: Vec<SessionHeader> = be
+            .list_snapshots()
+            .unwrap()
+            .into_iter()
+            .map(|(h, _)| h)
+            .collect();
+        assert_eq!(listed, snapshots);
+        let ids: Vec<&str> = listed.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids, ["b", "a", "c"]);
+        assert_eq!(listed[0].cwd.as_deref(), Some("/w"));
+        assert_eq!(listed[0].created_at, 5);
+        let c = &listed[2];
+        assert_eq!(c.parent_session.as_deref(), Some("a"));
+        assert_eq!((c.seed_length, c.delegation_depth), (Some(2), Some(1)));
+        assert_eq!(c.origin.as_deref(), Some("o"));
+        assert_eq!(c.agent_preset.as_deref(), Some("p"));
+    }
+
+    #[test]
+    fn list_refuses_the_first_row_with_an_out_of_range_integer() {
+        let be = backend_with(&["x", "y", "z"]);
+        be.with_conn(|c| {
+            c.execute_batch(
+                "UPDATE sessions SET seed_length = -1 WHERE id = 'y'; UPDATE sessions SET created_at = -2 WHERE id = 'z'",
+            )
+            .unwrap();
+            Ok(())
+        })
+        .unwrap();
+        let want = "session \"y\" row has seed_length -1, not a non-negative safe integer";
+        assert_eq!(be.list().unwrap_err().to_string(), want);
+        assert_eq!(be.list_snapshots().unwrap_err().to_string(), want);
     }
 }

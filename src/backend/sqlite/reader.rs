@@ -24,6 +24,18 @@ pub struct SessionRow {
 
 const SESSION_COLUMNS: &str = "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, incarnation, revision";
 
+/// [`list_headers`]' query: the header columns of [`SESSION_COLUMNS`].
+const LIST_HEADERS_SQL: &str = "SELECT id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset FROM sessions ORDER BY rowid";
+
+/// Compiles the `list` query into the connection's statement cache (at
+/// open, right after the schema was verified), so a first `list` runs it
+/// at once.
+pub fn prepare_list(conn: &Connection, label: &str) -> Result<()> {
+    conn.prepare_cached(LIST_HEADERS_SQL)
+        .map(drop)
+        .map_err(|e| sql_error(label, "cannot prepare the session listing", e))
+}
+
 fn bad_session_row(id: &str, field: &str, value: i64) -> Error {
     Error::corruption(format!(
         "session {} row has {field} {value}, not a non-negative safe integer",
@@ -31,37 +43,47 @@ fn bad_session_row(id: &str, field: &str, value: i64) -> Error {
     ))
 }
 
-fn session_from_sql(
-    r: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(SessionRow, Vec<(&'static str, i64)>)> {
+/// The first out-of-range integer column of a row: (column, value).
+type Invalid = Option<(&'static str, i64)>;
+
+/// The header of a row whose first columns are those of [`LIST_HEADERS_SQL`].
+fn header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHeader, Invalid)> {
     let id: String = r.get(0)?;
     let created_at: i64 = r.get(2)?;
     let seed_length: Option<i64> = r.get(5)?;
     let delegation_depth: Option<i64> = r.get(7)?;
-    let mut invalid = Vec::new();
-    let uint = |name: &'static str, v: i64, invalid: &mut Vec<(&'static str, i64)>| {
+    let mut invalid = None;
+    let mut uint = |name: &'static str, v: i64| {
         if (0..=crate::model::json::MAX_SAFE_INTEGER).contains(&v) {
             v as u64
         } else {
-            invalid.push((name, v));
+            invalid = invalid.or(Some((name, v)));
             0
         }
     };
+    let created_at = uint("created_at", created_at);
+    let seed_length = seed_length.map(|v| uint("seed_length", v));
+    let delegation_depth = delegation_depth.map(|v| uint("delegation_depth", v));
     let header = SessionHeader {
         version: r.get(1)?,
-        created_at: uint("created_at", created_at, &mut invalid),
+        created_at,
         cwd: r.get(3)?,
         parent_session: r.get(4)?,
-        seed_length: seed_length.map(|v| uint("seed_length", v, &mut invalid)),
+        seed_length,
         origin: r.get(6)?,
-        delegation_depth: delegation_depth.map(|v| uint("delegation_depth", v, &mut invalid)),
+        delegation_depth,
         agent_preset: r.get(8)?,
         id,
     };
+    Ok((header, invalid))
+}
+
+fn session_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionRow, Invalid)> {
+    let (header, invalid) = header_from_sql(r)?;
     Ok((
         SessionRow {
+            version: header.version,
             header,
-            version: r.get(1)?,
             incarnation: r.get(9)?,
             revision: r.get(10)?,
         },
@@ -69,10 +91,11 @@ fn session_from_sql(
     ))
 }
 
-fn checked(row: (SessionRow, Vec<(&'static str, i64)>)) -> Result<SessionRow> {
-    match row.1.first() {
-        Some((field, value)) => Err(bad_session_row(&row.0.header.id, field, *value)),
-        None => Ok(row.0),
+/// Refuses the row of session `id` when it holds an out-of-range integer.
+fn check_row(id: &str, invalid: Invalid) -> Result<()> {
+    match invalid {
+        Some((field, value)) => Err(bad_session_row(id, field, value)),
+        None => Ok(()),
     }
 }
 
@@ -88,7 +111,31 @@ pub fn list_sessions(conn: &Connection, label: &str) -> Result<Vec<SessionRow>> 
         .query_map([], session_from_sql)
         .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
         .map_err(|e| sql_error(label, "cannot list sessions", e))?;
-    rows.into_iter().map(checked).collect()
+    rows.into_iter()
+        .map(|(row, invalid)| check_row(&row.header.id, invalid).map(|()| row))
+        .collect()
+}
+
+/// The headers of [`list_sessions`], read in one pass without the revision
+/// columns. A row with an out-of-range integer is refused like there, after
+/// every row was read (an SQL error comes first).
+pub fn list_headers(conn: &Connection, label: &str) -> Result<Vec<SessionHeader>> {
+    let err = |e| sql_error(label, "cannot list sessions", e);
+    let mut stmt = conn.prepare_cached(LIST_HEADERS_SQL).map_err(err)?;
+    let mut rows = stmt.query([]).map_err(err)?;
+    let mut out = Vec::new();
+    let mut first_invalid: Option<(usize, Invalid)> = None;
+    while let Some(r) = rows.next().map_err(err)? {
+        let (header, invalid) = header_from_sql(r).map_err(err)?;
+        if invalid.is_some() && first_invalid.is_none() {
+            first_invalid = Some((out.len(), invalid));
+        }
+        out.push(header);
+    }
+    if let Some((at, invalid)) = first_invalid {
+        check_row(&out[at].id, invalid)?;
+    }
+    Ok(out)
 }
 
 /// The session row of `id`, if stored.
@@ -102,7 +149,8 @@ pub fn session_row(conn: &Connection, label: &str, id: &str) -> Result<Option<Se
         .query_row([id], session_from_sql)
         .optional()
         .map_err(|e| sql_error(label, &format!("cannot read session {}", quote(id)), e))?;
-    row.map(checked).transpose()
+    row.map(|(row, invalid)| check_row(&row.header.id, invalid).map(|()| row))
+        .transpose()
 }
 
 /// A session row whose log this build may read: the stored `version` must
