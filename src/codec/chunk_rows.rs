@@ -349,41 +349,59 @@ impl PackedRow {
         }
         out.reserve(self.pieces.len() - skip);
         let d = &self.data;
-        let mut buf = String::with_capacity(128);
-        let ty = EventType::known("assistant/chunk");
-        for (k, piece) in self.pieces.iter().enumerate().skip(skip) {
-            buf.clear();
-            buf.push_str("{\"turn\":");
-            buf.push_str(&d[self.turn.clone()]);
-            buf.push_str(",\"step\":");
-            buf.push_str(&d[self.step.clone()]);
-            buf.push_str(",\"chunk\":{\"type\":\"");
-            buf.push_str(self.kind.chunk_type());
-            buf.push_str("\",\"index\":");
-            buf.push_str(&d[self.index.clone()]);
-            if self.kind == DeltaKind::ToolCall {
-                buf.push_str(",\"id\":\"");
-                if let Some(id) = &self.id {
-                    buf.push_str(&d[id.clone()]);
-                }
-                buf.push('"');
-                if let Some(name) = &self.name {
-                    buf.push_str(",\"name\":\"");
-                    buf.push_str(&d[name.clone()]);
-                    buf.push('"');
-                }
-                buf.push_str(",\"argumentsDelta\":\"");
-            } else {
-                buf.push_str(",\"text\":\"");
+        // Every member's data text, back to back in one shared buffer. The
+        // text before the piece is the same for every member.
+        let mut prefix = String::with_capacity(128);
+        prefix.push_str("{\"turn\":");
+        prefix.push_str(&d[self.turn.clone()]);
+        prefix.push_str(",\"step\":");
+        prefix.push_str(&d[self.step.clone()]);
+        prefix.push_str(",\"chunk\":{\"type\":\"");
+        prefix.push_str(self.kind.chunk_type());
+        prefix.push_str("\",\"index\":");
+        prefix.push_str(&d[self.index.clone()]);
+        if self.kind == DeltaKind::ToolCall {
+            prefix.push_str(",\"id\":\"");
+            if let Some(id) = &self.id {
+                prefix.push_str(&d[id.clone()]);
             }
+            prefix.push('"');
+            if let Some(name) = &self.name {
+                prefix.push_str(",\"name\":\"");
+                prefix.push_str(&d[name.clone()]);
+                prefix.push('"');
+            }
+            prefix.push_str(",\"argumentsDelta\":\"");
+        } else {
+            prefix.push_str(",\"text\":\"");
+        }
+        const SUFFIX: &str = "\"}}";
+        let members = &self.pieces[skip..];
+        let mut buf = String::with_capacity(
+            members
+                .iter()
+                .map(|p| prefix.len() + p.len() + SUFFIX.len())
+                .sum::<usize>(),
+        );
+        let mut ends = Vec::with_capacity(members.len());
+        for piece in members {
+            buf.push_str(&prefix);
             buf.push_str(&d[piece.clone()]);
-            buf.push_str("\"}}");
+            buf.push_str(SUFFIX);
+            ends.push(buf.len());
+        }
+        let shared: std::sync::Arc<str> = std::sync::Arc::from(buf);
+        let ty = EventType::known("assistant/chunk");
+        let mut start = 0;
+        for (k, end) in ends.into_iter().enumerate() {
+            let m = skip + k;
             out.push(Event::new(
                 ty.clone(),
-                self.seq0 + k as u64,
-                self.times[k],
-                JsonText::from_trusted(buf.as_str()),
+                self.seq0 + m as u64,
+                self.times[m],
+                JsonText::from_trusted_span(&shared, start..end),
             ));
+            start = end;
         }
     }
 
@@ -484,7 +502,46 @@ fn peek_type(text: &str) -> Option<std::borrow::Cow<'_, str>> {
     json::as_str(raw).map(|t| t.decode())
 }
 
+/// A packed row line in the exact form this format writes
+/// (`{"type":"<tag>","seq0":N,"time0":N,"data":{…}}`, no whitespace,
+/// canonical integers): the row, without scanning the `data` text twice.
+/// `None` for any other form, and for a row that fails validation (the
+/// general path then reports the problem).
+fn parse_row_line_canonical(text: &str) -> Option<PackedRow> {
+    let rest = text.strip_prefix("{\"type\":\"")?;
+    let q = rest.find('"')?;
+    let tag = &rest[..q];
+    DeltaKind::from_tag(tag)?;
+    let rest = rest[q + 1..].strip_prefix(",\"seq0\":")?;
+    let (seq0, rest) = canonical_int(rest)?;
+    let rest = rest.strip_prefix(",\"time0\":")?;
+    let (time0, rest) = canonical_int(rest)?;
+    let data = rest.strip_prefix(",\"data\":")?.strip_suffix('}')?;
+    if !data.starts_with('{') || !data.ends_with('}') {
+        return None;
+    }
+    PackedRow::from_parts(tag, u64::try_from(seq0).ok()?, time0, data).ok()
+}
+
+/// A JSON integer at the start of `s` written canonically (optional `-`,
+/// no leading zero, at most 16 digits): its value and the rest.
+fn canonical_int(s: &str) -> Option<(i64, &str)> {
+    let b = s.as_bytes();
+    let neg = b.first() == Some(&b'-');
+    let digits = &b[neg as usize..];
+    let n = digits.iter().take_while(|c| c.is_ascii_digit()).count();
+    if n == 0 || n > 16 || (n > 1 && digits[0] == b'0') {
+        return None;
+    }
+    let end = neg as usize + n;
+    let v: i64 = s[..end].parse().ok()?;
+    Some((v, &s[end..]))
+}
+
 fn parse_row_line(text: &str) -> Result<PackedRow, RecordError> {
+    if let Some(row) = parse_row_line_canonical(text) {
+        return Ok(row);
+    }
     let fields = json::object_fields(text)
         .map_err(|e| bad(format!("packed row is not a JSON object ({e})")))?;
     let mut tag = None;

@@ -50,15 +50,42 @@ impl std::fmt::Display for JsonError {
 
 type JResult<T> = Result<T, JsonError>;
 
-/// One valid JSON value as text, shared cheaply (an `Arc<str>`).
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct JsonText(Arc<str>);
+/// One valid JSON value as text, shared cheaply: an `Arc<str>`, or a span of
+/// one (the members of an expanded chunk row share one buffer, so a load
+/// makes one allocation per row rather than one per event).
+#[derive(Clone)]
+pub struct JsonText {
+    buf: Arc<str>,
+    start: u32,
+    /// [`WHOLE`]: the whole buffer.
+    len: u32,
+}
+
+/// `JsonText::len` of a text that is its whole buffer.
+const WHOLE: u32 = u32::MAX;
 
 impl JsonText {
     /// Wraps text the caller has already validated (disk text that went
     /// through a [`Scanner`], or text this crate generated).
     pub fn from_trusted(text: impl Into<Arc<str>>) -> Self {
-        JsonText(text.into())
+        JsonText {
+            buf: text.into(),
+            start: 0,
+            len: WHOLE,
+        }
+    }
+
+    /// [`JsonText::from_trusted`] for the span `range` of a shared buffer
+    /// (the span must be a valid JSON value on char boundaries).
+    pub fn from_trusted_span(buf: &Arc<str>, range: std::ops::Range<usize>) -> Self {
+        match (u32::try_from(range.start), u32::try_from(range.len())) {
+            (Ok(start), Ok(len)) if len != WHOLE && range.end <= buf.len() => JsonText {
+                buf: buf.clone(),
+                start,
+                len,
+            },
+            _ => JsonText::from_trusted(&buf[range]),
+        }
     }
 
     /// Validates `text` as one JSON value and keeps it byte for byte.
@@ -66,43 +93,62 @@ impl JsonText {
         let mut s = Scanner::new(text);
         s.skip_value()?;
         s.expect_end()?;
-        Ok(JsonText(Arc::from(text)))
+        Ok(JsonText::from_trusted(text))
     }
 
     /// Canonicalizes host text (see [`canonicalize`]).
     pub fn canonical(text: &str) -> JResult<Self> {
-        Ok(JsonText(Arc::from(canonicalize(text)?)))
+        Ok(JsonText::from_trusted(canonicalize(text)?))
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        if self.len == WHOLE {
+            &self.buf
+        } else {
+            let start = self.start as usize;
+            &self.buf[start..start + self.len as usize]
+        }
     }
 
     /// A scanner positioned at the start of this value.
     pub fn scan(&self) -> Scanner<'_> {
-        Scanner::new(&self.0)
+        Scanner::new(self.as_str())
     }
 
     /// Fields of this value when it is an object, else `None`.
     pub fn fields(&self) -> Option<Vec<(JsonStr<'_>, &str)>> {
-        object_fields(&self.0).ok()
+        object_fields(self.as_str()).ok()
     }
 
     /// The raw text of field `key` when this value is an object holding it.
     pub fn get(&self, key: &str) -> Option<&str> {
-        get_field(&self.0, key)
+        get_field(self.as_str(), key)
+    }
+}
+
+impl PartialEq for JsonText {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for JsonText {}
+
+impl std::hash::Hash for JsonText {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
     }
 }
 
 impl std::fmt::Debug for JsonText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl std::fmt::Display for JsonText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -932,6 +978,29 @@ fn canon_string(t: JsonStr<'_>, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_of_a_shared_buffer_behave_like_their_own_text() {
+        use std::collections::HashSet;
+        let buf: Arc<str> = Arc::from(r#"{"a":1}[2,3]"x""#);
+        let a = JsonText::from_trusted_span(&buf, 0..7);
+        let b = JsonText::from_trusted_span(&buf, 7..12);
+        let c = JsonText::from_trusted_span(&buf, 12..15);
+        assert_eq!(a.as_str(), r#"{"a":1}"#);
+        assert_eq!(b.as_str(), "[2,3]");
+        assert_eq!(c.to_string(), r#""x""#);
+        assert_eq!(format!("{b:?}"), "[2,3]");
+        assert_eq!(a.get("a"), Some("1"));
+        let own = JsonText::from_trusted(r#"{"a":1}"#);
+        assert_eq!(a, own);
+        assert_ne!(a, b);
+        let set: HashSet<JsonText> = [a.clone(), own, b.clone()].into_iter().collect();
+        assert_eq!(set.len(), 2);
+        assert!(set.contains(&JsonText::from_trusted("[2,3]")));
+        // The whole buffer as a span.
+        let whole = JsonText::from_trusted_span(&buf, 0..buf.len());
+        assert_eq!(whole.as_str(), &*buf);
+    }
 
     fn canon(s: &str) -> String {
         canonicalize(s).unwrap()
