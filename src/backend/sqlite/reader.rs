@@ -302,10 +302,112 @@ fn fetch(
     Ok(Some(FetchedRows { session, rows }))
 }
 
+/// One fetched row, decoded and judged on its own.
+struct RowInfo {
+    seq: i64,
+    /// A decoded record: its first seq, member count, and whether it is a
+    /// `turn/end`; `None` when the row does not decode.
+    record: Option<(u64, u64, bool)>,
+    /// The length of the stretch's events once this row's were added.
+    events_end: usize,
+}
+
+/// A stretch of rows decoded and expanded (not yet judged).
+struct DecodedRows {
+    infos: Vec<RowInfo>,
+    events: Vec<Event>,
+}
+
+fn decode_expand(rows: Vec<StoredRow>) -> DecodedRows {
+    let mut infos = Vec::with_capacity(rows.len());
+    let mut events = Vec::with_capacity(rows.len());
+    for row in rows {
+        let seq = row.seq;
+        let record = match rows::decode_row(row) {
+            Ok(rec) => {
+                let info = (rec.first_seq(), rec.member_count(), rec.is_turn_end());
+                rec.into_events(&mut events);
+                Some(info)
+            }
+            Err(_) => None,
+        };
+        infos.push(RowInfo {
+            seq,
+            record,
+            events_end: events.len(),
+        });
+    }
+    DecodedRows { infos, events }
+}
+
+/// Full reads of at least this many rows decode them on two threads.
+const PARALLEL_MIN_ROWS: usize = 512;
+
+/// [`scan_rows`] over a whole log (first seq 0), decoding and expanding
+/// the two halves of a large log on two threads; the same outcome.
+fn scan_all_rows(
+    mut rows: Vec<StoredRow>,
+    parallel_min: usize,
+) -> Result<(Vec<Event>, Option<i64>)> {
+    let parts = if rows.len() >= parallel_min.max(2) {
+        let second = rows.split_off(rows.len() / 2);
+        let (a, b) = std::thread::scope(|scope| {
+            let worker = scope.spawn(move || decode_expand(second));
+            let a = decode_expand(rows);
+            (a, worker.join())
+        });
+        let b = b.map_err(|_| Error::invariant("a SQLite read worker panicked"))?;
+        vec![a, b]
+    } else {
+        vec![decode_expand(rows)]
+    };
+    // The last-turn/end rule, then contiguity, in order (as scan_rows).
+    let last_turn_end = parts
+        .iter()
+        .flat_map(|p| p.infos.iter())
+        .enumerate()
+        .filter(|(_, i)| matches!(i.record, Some((_, _, true))))
+        .map(|(n, _)| n)
+        .last();
+    let mut expected = 0u64;
+    let mut index = 0usize;
+    let mut events: Vec<Event> = Vec::new();
+    for mut part in parts {
+        let mut keep = 0;
+        let mut torn = None;
+        for info in &part.infos {
+            match info.record {
+                Some((first, count, _)) if first == expected => {
+                    expected += count;
+                    keep = info.events_end;
+                }
+                _ => {
+                    if last_turn_end.is_some_and(|t| index <= t) {
+                        return Err(invalid_committed_row(info.seq));
+                    }
+                    torn = Some(info.seq);
+                    break;
+                }
+            }
+            index += 1;
+        }
+        part.events.truncate(keep);
+        if events.is_empty() {
+            events = part.events;
+        } else {
+            events.append(&mut part.events);
+        }
+        if torn.is_some() {
+            return Ok((events, torn));
+        }
+    }
+    Ok((events, None))
+}
+
 impl FetchedRows {
     /// Decodes a full log: the intact events and the torn tail, if any.
     pub fn scan_log(self) -> Result<LogRead> {
-        let (events, torn) = scan_rows(decode_all(self.rows), 0)?;
+        let (events, torn) = scan_all_rows(self.rows, PARALLEL_MIN_ROWS)?;
         Ok(LogRead {
             session: self.session,
             events,
@@ -367,4 +469,99 @@ pub fn last_logical_seq(conn: &Connection, label: &str, id: &str) -> Result<Opti
         ))
     })?;
     Ok(Some(rec.first_seq() + rec.member_count() - 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::chunk_rows::pack;
+    use rusqlite::types::Value;
+
+    fn event(ty: &str, seq: u64, data: &str) -> Event {
+        Event::parse(&format!(
+            r#"{{"type":"{ty}","seq":{seq},"time":{},"data":{data}}}"#,
+            100 + seq
+        ))
+        .unwrap()
+    }
+
+    /// The rows of a few turns, each with a packed run of chunks.
+    fn rows(turns: u64) -> Vec<StoredRow> {
+        let mut events = Vec::new();
+        for t in 1..=turns {
+            events.push(event(
+                "turn/start",
+                events.len() as u64,
+                &format!(r#"{{"turn":{t}}}"#),
+            ));
+            for k in 0..(4 + t % 3) {
+                let data = format!(
+                    r#"{{"turn":{t},"step":1,"chunk":{{"type":"text-delta","index":0,"text":"t{t}k{k}"}}}}"#
+                );
+                events.push(event("assistant/chunk", events.len() as u64, &data));
+            }
+            events.push(event(
+                "turn/end",
+                events.len() as u64,
+                &format!(r#"{{"turn":{t}}}"#),
+            ));
+        }
+        pack(&events, &PackLimits::SQLITE)
+            .iter()
+            .map(|r| {
+                let enc = rows::encode_record(r).unwrap();
+                StoredRow {
+                    seq: enc.seq,
+                    event_type: Value::Text(enc.event_type),
+                    time: enc.time,
+                    data: enc.data,
+                    source_event_seqs: enc.source_event_seqs.map_or(Value::Null, Value::Blob),
+                    surface_op: enc.surface_op.map_or(Value::Null, Value::Text),
+                    ignorable: enc.ignorable.map_or(Value::Null, Value::Integer),
+                }
+            })
+            .collect()
+    }
+
+    fn show(r: Result<(Vec<Event>, Option<i64>)>) -> String {
+        match r {
+            Ok(v) => format!("{v:?}"),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    fn agree(rows: &[StoredRow], what: &str) {
+        let want = show(scan_rows(decode_all(rows.to_vec()), 0));
+        assert_eq!(show(scan_all_rows(rows.to_vec(), 2)), want, "split, {what}");
+        assert_eq!(
+            show(scan_all_rows(rows.to_vec(), usize::MAX)),
+            want,
+            "one thread, {what}"
+        );
+    }
+
+    #[test]
+    fn split_decoding_matches_scan_rows() {
+        let clean = rows(9);
+        assert!(clean.len() >= 4);
+        agree(&clean, "clean");
+        agree(&clean[..1], "one row");
+        agree(&[], "empty");
+        for i in 0..clean.len() {
+            let mut m = clean.clone();
+            m[i].data = Value::Text("{not json".into());
+            agree(&m, &format!("bad row {i}"));
+            let mut m = clean.clone();
+            m.remove(i);
+            agree(&m, &format!("missing row {i}"));
+            let mut m = clean[..=i].to_vec();
+            m[i].data = Value::Null;
+            agree(&m, &format!("bad last row {i}"));
+            for cut in [i, clean.len()] {
+                let mut m = clean[..cut].to_vec();
+                m.push(clean[i].clone());
+                agree(&m, &format!("repeated row {i} at {cut}"));
+            }
+        }
+    }
 }
