@@ -89,14 +89,21 @@ pub fn encode_data(text: &str) -> Value {
     Value::Text(text.to_string())
 }
 
+thread_local! {
+    static DECODER: std::cell::RefCell<zstd::zstd_safe::DCtx<'static>> =
+        std::cell::RefCell::new(zstd::zstd_safe::DCtx::create());
+}
+
 /// The JSON text of `data`, decompressing a BLOB (output capped at `cap`
 /// bytes) and requiring valid UTF-8.
 pub fn decode_data(value: Value, cap: usize) -> Result<String, String> {
     match value {
         Value::Text(t) => Ok(t),
-        Value::Blob(b) => {
-            let mut decoder = zstd::stream::read::Decoder::new(&b[..])
-                .map_err(|e| format!("data BLOB is not a zstd frame: {e}"))?;
+        Value::Blob(b) => DECODER.with(|ctx| {
+            // One decoding context per thread, reused: creating one per row
+            // costs large allocations (and, on two threads, their unmapping).
+            let mut ctx = ctx.borrow_mut();
+            let mut decoder = zstd::stream::read::Decoder::with_context(&b[..], &mut ctx);
             let mut out = Vec::with_capacity(b.len().saturating_mul(4).min(cap));
             decoder
                 .by_ref()
@@ -107,7 +114,7 @@ pub fn decode_data(value: Value, cap: usize) -> Result<String, String> {
                 return Err(format!("data BLOB decompresses to more than {cap} bytes"));
             }
             String::from_utf8(out).map_err(|e| format!("data BLOB is not valid UTF-8: {e}"))
-        }
+        }),
         Value::Null => Err("data is NULL".into()),
         Value::Integer(_) | Value::Real(_) => Err("data is a number, not JSON text".into()),
     }
