@@ -7,6 +7,7 @@
 //! closers) on top of what a backend returns.
 
 pub mod jsonl;
+pub mod parallel;
 pub mod sqlite;
 
 use crate::error::Result;

@@ -27,7 +27,7 @@ use super::codec_zstd::{DecodeEnd, FrameDecoder};
 use super::frames;
 use super::layout::{Compression, io_err};
 use super::revision::FileIdentity;
-use crate::backend::TornTail;
+use crate::backend::{TornTail, parallel};
 use crate::codec::chunk_rows::Record;
 use crate::error::{Error, Result};
 use crate::model::event::Event;
@@ -514,18 +514,16 @@ fn scan_plain(
                 Some(at) => {
                     let (a, b) = text.split_at(at);
                     let mut first = rules.start(skip_below);
-                    let second = std::thread::scope(|scope| {
-                        let worker = scope.spawn(|| {
+                    let ((), second) = parallel::join(
+                        || parse_plain_lines(&mut first, a, offset),
+                        || {
                             let mut part = Parsed::new(Vec::new(), skip_below);
                             parse_plain_lines(&mut part, b, offset + at as u64);
                             part
-                        });
-                        parse_plain_lines(&mut first, a, offset);
-                        worker.join()
-                    })
-                    .map_err(|_| Error::invariant("a JSONL read worker panicked"))?;
+                        },
+                    );
                     rules.absorb(first)?;
-                    rules.absorb(second)?;
+                    rules.absorb(second?)?;
                 }
                 None => {
                     let mut part = rules.start(skip_below);
@@ -641,16 +639,15 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
         Some(at) => {
             let (a, b) = rest.split_at(at);
             let mut first_part = rules.start(skip_below);
-            let (r1, r2) = std::thread::scope(|scope| {
-                let worker = scope.spawn(|| {
+            let (r1, r2) = parallel::join(
+                || parse_frames(&mut first_part, buf, a, 1),
+                || {
                     let mut part = Parsed::new(Vec::new(), skip_below);
                     parse_frames(&mut part, buf, b, 1 + at).map(|()| part)
-                });
-                let r1 = parse_frames(&mut first_part, buf, a, 1);
-                (r1, worker.join())
-            });
+                },
+            );
             r1?;
-            let second = r2.map_err(|_| Error::invariant("a JSONL read worker panicked"))??;
+            let second = r2??;
             rules.absorb(first_part)?;
             rules.absorb(second)?;
         }

@@ -351,13 +351,9 @@ fn scan_all_rows(
 ) -> Result<(Vec<Event>, Option<i64>)> {
     let parts = if rows.len() >= parallel_min.max(2) {
         let second = rows.split_off(rows.len() / 2);
-        let (a, b) = std::thread::scope(|scope| {
-            let worker = scope.spawn(move || decode_expand(second));
-            let a = decode_expand(rows);
-            (a, worker.join())
-        });
-        let b = b.map_err(|_| Error::invariant("a SQLite read worker panicked"))?;
-        vec![a, b]
+        let (a, b) =
+            crate::backend::parallel::join(|| decode_expand(rows), || decode_expand(second));
+        vec![a, b?]
     } else {
         vec![decode_expand(rows)]
     };
