@@ -32,6 +32,27 @@ pub(crate) unsafe fn session_ref<'a>(
     unsafe { handle_ref(p, "session") }.map(|h| &h.inner)
 }
 
+/// Runs `f` on the live session and hands its text to the caller through
+/// `out_json` (the shape of every read-only session query).
+///
+/// # Safety
+/// `session` is NULL or a live handle; `out_json` is NULL or writable.
+unsafe fn session_text(
+    session: *mut dsh_session,
+    out_json: *mut *mut c_char,
+    what: &str,
+    f: impl FnOnce(&LiveSession) -> Result<String, FfiError>,
+) -> dsh_status {
+    ffi_call(|| {
+        // SAFETY: the caller's contract.
+        let session = unsafe { session_ref(session) }?;
+        let out = Out::new(out_json, "out_json")?;
+        let text = session.run(f)?;
+        // SAFETY: checked by `Out::new`.
+        unsafe { write_text(out, text, what) }
+    })
+}
+
 /// Hands a new live session to the caller.
 ///
 /// # Safety
@@ -234,19 +255,14 @@ pub unsafe extern "C" fn dsh_session_events(
     from_seq: u64,
     out_json: *mut *mut c_char,
 ) -> dsh_status {
-    ffi_call(|| {
-        // SAFETY: the caller's contract.
-        let session = unsafe { session_ref(session) }?;
-        let out = Out::new(out_json, "out_json")?;
-        let text = session.run(|live| {
-            let events = live.events(from_seq);
+    // SAFETY: forwarded contract.
+    unsafe {
+        session_text(session, out_json, "events JSON", |live| {
             let mut t = String::new();
-            write_events_array(&mut t, &events);
+            write_events_array(&mut t, &live.events(from_seq));
             Ok(t)
-        })?;
-        // SAFETY: checked by `Out::new`.
-        unsafe { write_text(out, text, "events JSON") }
-    })
+        })
+    }
 }
 
 /// The session's header as JSON.
@@ -264,14 +280,12 @@ pub unsafe extern "C" fn dsh_session_header(
     session: *mut dsh_session,
     out_json: *mut *mut c_char,
 ) -> dsh_status {
-    ffi_call(|| {
-        // SAFETY: the caller's contract.
-        let session = unsafe { session_ref(session) }?;
-        let out = Out::new(out_json, "out_json")?;
-        let text = session.run(|live| Ok(live.header().to_json()))?;
-        // SAFETY: checked by `Out::new`.
-        unsafe { write_text(out, text, "header JSON") }
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        session_text(session, out_json, "header JSON", |live| {
+            Ok(live.header().to_json())
+        })
+    }
 }
 
 /// The model-visible transcript derived from the surface events (SPEC §1.5)
@@ -290,25 +304,14 @@ pub unsafe extern "C" fn dsh_session_messages(
     session: *mut dsh_session,
     out_json: *mut *mut c_char,
 ) -> dsh_status {
-    ffi_call(|| {
-        // SAFETY: the caller's contract.
-        let session = unsafe { session_ref(session) }?;
-        let out = Out::new(out_json, "out_json")?;
-        let text = session.run(|live| {
+    // SAFETY: forwarded contract.
+    unsafe {
+        session_text(session, out_json, "messages JSON", |live| {
             let messages = live.messages();
-            let mut t = String::from("[");
-            for (i, m) in messages.iter().enumerate() {
-                if i > 0 {
-                    t.push(',');
-                }
-                t.push_str(m.as_str());
-            }
-            t.push(']');
-            Ok(t)
-        })?;
-        // SAFETY: checked by `Out::new`.
-        unsafe { write_text(out, text, "messages JSON") }
-    })
+            let texts: Vec<&str> = messages.iter().map(|m| m.as_str()).collect();
+            Ok(format!("[{}]", texts.join(",")))
+        })
+    }
 }
 
 /// The unresolved background write error:

@@ -241,7 +241,7 @@ impl<'a> JsonStr<'a> {
     }
 }
 
-/// Reads the `\uXXXX` escape at `at` (pointing at the backslash); returns the
+/// Reads the `\uHHHH` escape at `at` (pointing at the backslash); returns the
 /// code unit and the index after it. The scanner has already validated it.
 fn read_unit(b: &[u8], at: usize) -> (u32, usize) {
     let mut v = 0u32;
@@ -771,7 +771,7 @@ pub fn write_f64(out: &mut String, v: f64) {
 /// would, or explains why the value is not losslessly JSON-serializable.
 ///
 /// - whitespace removed; strings re-escaped JS style (`\/` → `/`, `\u0041` →
-///   `A`, lone surrogates kept as lowercase `\udXXX` escapes);
+///   `A`, lone surrogates kept as lowercase `\udHHH` escapes);
 /// - integer literals kept digit for digit (large ones too: SPEC §1.3 keeps
 ///   them verbatim inside `data`); fractions and exponents written in
 ///   ECMAScript form (`1.0` → `1`, `1E21` → `1e+21`);

@@ -74,7 +74,7 @@ fn push_escape(out: &mut String, u: u16) {
 
 /// Escapes a session id into one path segment (SPEC §3.1): per UTF-16 code
 /// unit, `[A-Za-z0-9._-]` stays and every other unit (including `~`) becomes
-/// `~XXXX`; the whole ids `.` and `..` become `~002E` and `~002E~002E`.
+/// `~HHHH`; the whole ids `.` and `..` become `~002E` and `~002E~002E`.
 pub fn escape_id(id: &str) -> Result<String> {
     match id {
         "" => Err(Error::invalid("session id must be a non-empty string")),
