@@ -319,15 +319,25 @@ fn a_leaked_result_string_is_detected() {
     let src = dir.path().join("leak.c");
     std::fs::write(
         &src,
+        // Many strings are dropped, then the stack is scrubbed, so no stale
+        // copy of a pointer can make a block look reachable to the scan.
         concat!(
+            "#include <string.h>\n",
             "#include \"dsh_persist.h\"\n",
-            "static int leak(void) {\n",
-            "    char *out = 0;\n",
-            "    dsh_status s = dsh_plan_project(\"[]\", &out);\n",
-            "    out = 0; /* the only pointer is dropped, never passed to dsh_free */\n",
-            "    return s == DSH_OK && out == 0 ? 0 : 2;\n",
+            "__attribute__((noinline)) static int leak_some(void) {\n",
+            "    int bad = 0;\n",
+            "    for (int i = 0; i < 64; i++) {\n",
+            "        char *out = 0;\n",
+            "        if (dsh_plan_project(\"[]\", &out) != DSH_OK || out == 0) bad = 1;\n",
+            "        out = 0; /* dropped, never passed to dsh_free */\n",
+            "    }\n",
+            "    return bad;\n",
             "}\n",
-            "int main(void) { return leak(); }\n",
+            "__attribute__((noinline)) static void scrub_stack(void) {\n",
+            "    volatile char buf[65536];\n",
+            "    memset((char *)buf, 0, sizeof buf);\n",
+            "}\n",
+            "int main(void) { int r = leak_some(); scrub_stack(); return r ? 2 : 0; }\n",
         ),
     )
     .unwrap();
