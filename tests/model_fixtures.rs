@@ -20,7 +20,7 @@ use dsh_persist::model::invariants::TurnTrace;
 use dsh_persist::model::legacy::convert_legacy;
 use dsh_persist::model::repair::closers;
 use dsh_persist::model::surface::derive_messages;
-use dsh_persist::model::validate::{check_read, validate_session};
+use dsh_persist::model::validate::{check_read, read_from_view, session_view};
 use dsh_persist::model::vocabulary::Vocabulary;
 use dsh_persist::{Error, ErrorKind};
 use serde_json::Value;
@@ -103,10 +103,8 @@ fn is_torn(id: &str) -> bool {
 /// The balanced view `inspect` returns: converted, validated, plus closers.
 fn inspect(id: &str, log: &StoredLog, strict: bool) -> Result<(Vec<Event>, Vec<Event>), Error> {
     let mut events = log.events.clone();
-    convert_legacy(id, &mut events)?;
     let raw = log.path.display().to_string();
-    validate_session(id, Some(&raw), &Vocabulary::default(), strict, &events)?;
-    let c = closers(&events);
+    let c = session_view(id, Some(&raw), &Vocabulary::default(), strict, &mut events)?;
     Ok((events, c))
 }
 
@@ -191,6 +189,7 @@ fn corpus_passes_the_strict_trace() {
                 .unwrap_or_else(|m| panic!("{id}: seq {}: {m}", e.seq));
         }
         assert_eq!(trace.open_turn(), None, "{id}: balanced after closers");
+        inspect(id, log, true).unwrap_or_else(|e| panic!("{id}: strict inspect: {e}"));
     }
 }
 
@@ -266,8 +265,7 @@ fn refused_sessions_fail_like_the_original() {
         let vocab = Vocabulary::default();
         // readFrom: convert + read checks
         let mut events = log.events.clone();
-        let read = convert_legacy(id, &mut events)
-            .and_then(|_| check_read(id, Some(&raw), &vocab, &events));
+        let read = read_from_view(id, Some(&raw), &vocab, &mut events);
         let want = support::resolve(session, "readFrom.0");
         match (&read, want.get("error")) {
             (Err(e), Some(w)) => assert_error(id, "readFrom", e, w, &root),
