@@ -178,7 +178,9 @@ fn packed_corpus_inspect_matches_the_original() {
 
 #[test]
 fn corpus_passes_the_strict_trace() {
-    for (id, log) in &read_root("jsonl-none-unpacked") {
+    let mut logs = read_root("jsonl-none-unpacked");
+    logs.extend(read_root("jsonl-none-legacy"));
+    for (id, log) in &logs {
         let mut events = log.events.clone();
         convert_legacy(id, &mut events).unwrap();
         events.extend(closers(&events));
