@@ -32,6 +32,7 @@ enum Change {
 }
 
 impl TurnTrace {
+    /// The trace of an empty log: no seq seen, no turn open, next turn 1.
     pub fn new() -> Self {
         TurnTrace::default()
     }

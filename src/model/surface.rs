@@ -216,6 +216,7 @@ pub struct SurfaceState {
 }
 
 impl SurfaceState {
+    /// An empty surface (the state before the first event).
     pub fn new() -> Self {
         SurfaceState::default()
     }

@@ -14,13 +14,16 @@
 //!   validation: Error: <cause>`); format refusals stay *format unsupported*.
 //!
 //! Events are expected to have been converted from older shapes first
-//! ([`super::legacy::convert_legacy`]). Chunk events cost one string
-//! comparison here.
+//! ([`super::legacy::convert_legacy`]); [`read_from_view`] and
+//! [`session_view`] run the whole pipeline the store needs. Chunk events
+//! cost one string comparison here.
 
 use super::event::Event;
 use super::fields;
 use super::invariants::TurnTrace;
 use super::json::{self, JsonText, Kind};
+use super::legacy::convert_legacy;
+use super::repair::closers;
 use super::surface::SurfaceState;
 use super::vocabulary::Vocabulary;
 use crate::error::{Error, Result};
@@ -259,6 +262,33 @@ pub fn validate_session(
         }
     }
     Ok(())
+}
+
+/// What `read_from` does to stored events before returning them: convert
+/// older shapes in place ([`convert_legacy`]), then [`check_read`].
+pub fn read_from_view(
+    session_id: &str,
+    raw_log: Option<&str>,
+    vocab: &Vocabulary,
+    events: &mut [Event],
+) -> Result<()> {
+    convert_legacy(session_id, events)?;
+    check_read(session_id, raw_log, vocab, events)
+}
+
+/// What `load` / `inspect` / `prepare` do to a stored log: convert older
+/// shapes in place ([`convert_legacy`]), [`validate_session`], and return the
+/// closers that balance it ([`closers`]; empty when the last turn is closed).
+pub fn session_view(
+    session_id: &str,
+    raw_log: Option<&str>,
+    vocab: &Vocabulary,
+    strict: bool,
+    events: &mut [Event],
+) -> Result<Vec<Event>> {
+    convert_legacy(session_id, events)?;
+    validate_session(session_id, raw_log, vocab, strict, events)?;
+    Ok(closers(events))
 }
 
 /// Canonicalizes host-supplied `data` text for an event of `event_type`
