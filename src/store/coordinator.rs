@@ -27,11 +27,9 @@ use crate::model::event::Event;
 use crate::model::header::{SessionHeader, now_ms};
 use crate::model::invariants::TurnTrace;
 use crate::model::json::{self, quote};
-use crate::model::legacy::convert_legacy;
-use crate::model::repair::closers;
 use crate::model::seed;
 use crate::model::surface::SurfaceState;
-use crate::model::validate::{check_lossless, check_read, validate_session};
+use crate::model::validate::{check_lossless, read_from_view, session_view};
 use crate::model::vocabulary::Vocabulary;
 
 /// Milliseconds since the epoch, as event `time` is assigned.
@@ -389,15 +387,13 @@ impl Store {
 
     fn read_inspection(&self, id: &str) -> Result<Inspection> {
         let mut stored = self.shared.backend.read(id)?.ok_or_else(|| not_found(id))?;
-        convert_legacy(id, &mut stored.events)?;
-        validate_session(
+        let closers = session_view(
             id,
             stored.raw_log.as_deref(),
             &self.shared.vocab,
             self.shared.config.strict,
-            &stored.events,
+            &mut stored.events,
         )?;
-        let closers = closers(&stored.events);
         Ok(Inspection { stored, closers })
     }
 
@@ -505,8 +501,12 @@ impl Store {
                 .ok_or_else(|| not_found(id))?;
         }
         let mut events = scanned.events;
-        convert_legacy(id, &mut events)?;
-        check_read(id, scanned.raw_log.as_deref(), &self.shared.vocab, &events)?;
+        read_from_view(
+            id,
+            scanned.raw_log.as_deref(),
+            &self.shared.vocab,
+            &mut events,
+        )?;
         // The events are contiguous and ascending (backend contract): keep
         // the suffix, and free the (possibly large) prefix off this thread.
         let start = events.partition_point(|e| e.seq < from);
