@@ -337,6 +337,71 @@ mod tests {
     }
 
     #[test]
+    fn list_reads_plain_rows_before_and_after_other_rows() {
+        let be = backend_with(&["p1", "o1", "p2", "v1", "p3", "n1"]);
+        be.with_conn(|c| {
+            c.execute_batch(
+                "UPDATE sessions SET origin = 'o' WHERE id = 'o1';
+                 UPDATE sessions SET version = 3 WHERE id = 'v1';
+                 UPDATE sessions SET cwd = NULL WHERE id IN ('p2', 'n1');
+                 UPDATE sessions SET agent_preset = 'a' WHERE id = 'n1'",
+            )
+            .unwrap();
+            Ok(())
+        })
+        .unwrap();
+        let listed = be.list().unwrap();
+        let snapshots: Vec<SessionHeader> = be
+            .list_snapshots()
+            .unwrap()
+            .into_iter()
+            .map(|(h, _)| h)
+            .collect();
+        assert_eq!(listed, snapshots);
+        let ids: Vec<&str> = listed.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids, ["p1", "o1", "p2", "v1", "p3", "n1"]);
+        assert_eq!(listed[1].origin.as_deref(), Some("o"));
+        assert_eq!(listed[2].cwd, None);
+        assert_eq!(listed[3].version, 3);
+        assert_eq!(listed[4].cwd.as_deref(), Some("/w"));
+        assert_eq!(listed[5].agent_preset.as_deref(), Some("a"));
+        assert_eq!(listed[5].cwd, None);
+        // Only plain rows: the first query alone.
+        let be = backend_with(&["a", "b"]);
+        let listed = be.list().unwrap();
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed[1].id, "b");
+        assert_eq!(listed[1].version, 0);
+        assert_eq!(listed[1].cwd.as_deref(), Some("/w"));
+    }
+
+    #[test]
+    fn list_refuses_an_out_of_range_created_at_of_a_plain_row_first() {
+        let be = backend_with(&["x", "y", "z"]);
+        be.with_conn(|c| {
+            c.execute_batch(
+                "UPDATE sessions SET created_at = -5 WHERE id = 'x'; UPDATE sessions SET seed_length = -1 WHERE id = 'y'",
+            )
+            .unwrap();
+            Ok(())
+        })
+        .unwrap();
+        let want = "session \"x\" row has created_at -5, not a non-negative safe integer";
+        assert_eq!(be.list().unwrap_err().to_string(), want);
+        assert_eq!(be.list_snapshots().unwrap_err().to_string(), want);
+        let be = backend_with(&["x", "y"]);
+        be.with_conn(|c| {
+            c.execute_batch("UPDATE sessions SET created_at = 9007199254740992 WHERE id = 'y'")
+                .unwrap();
+            Ok(())
+        })
+        .unwrap();
+        let want =
+            "session \"y\" row has created_at 9007199254740992, not a non-negative safe integer";
+        assert_eq!(be.list().unwrap_err().to_string(), want);
+    }
+
+    #[test]
     fn list_refuses_the_first_row_with_an_out_of_range_integer() {
         let be = backend_with(&["x", "y", "z"]);
         be.with_conn(|c| {
