@@ -81,39 +81,67 @@ fn read_varint(blob: &[u8], pos: &mut usize) -> Result<u64, VarintError> {
     )))
 }
 
-/// Decodes a BLOB into seqs, each checked to be a non-negative safe integer.
-pub fn decode(blob: &[u8]) -> Result<Vec<u64>, VarintError> {
-    let mut out = Vec::new();
+/// Decodes a BLOB, handing each seq (checked to be a non-negative safe
+/// integer) to `each` in order.
+fn decode_each(blob: &[u8], mut each: impl FnMut(u64)) -> Result<(), VarintError> {
+    let mut prev: Option<u64> = None;
+    let mut count = 0usize;
     let mut pos = 0;
     let max = MAX_SAFE_INTEGER as i128;
     while pos < blob.len() {
         let raw = read_varint(blob, &mut pos)?;
-        let value: i128 = match out.last() {
+        let value: i128 = match prev {
             None => i128::from(raw),
-            Some(&prev) => i128::from(prev) + i128::from(unzigzag(raw)),
+            Some(prev) => i128::from(prev) + i128::from(unzigzag(raw)),
         };
         if !(0..=max).contains(&value) {
             return Err(VarintError(format!(
-                "source_event_seqs entry {} is {value}, not a non-negative safe integer",
-                out.len()
+                "source_event_seqs entry {count} is {value}, not a non-negative safe integer"
             )));
         }
-        out.push(value as u64);
+        prev = Some(value as u64);
+        count += 1;
+        each(value as u64);
     }
+    Ok(())
+}
+
+/// Decodes a BLOB into seqs, each checked to be a non-negative safe integer.
+pub fn decode(blob: &[u8]) -> Result<Vec<u64>, VarintError> {
+    let mut out = Vec::new();
+    decode_each(blob, |s| out.push(s))?;
     Ok(out)
 }
 
-/// Decodes a BLOB into the JSON array text of its seqs (`[3,4,5]`).
+/// Appends the decimal digits of `v`.
+fn push_decimal(out: &mut String, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
+}
+
+/// Decodes a BLOB into the JSON array text of its seqs (`[3,4,5]`), in one
+/// pass without intermediate allocations.
 pub fn decode_to_json(blob: &[u8]) -> Result<String, VarintError> {
-    let seqs = decode(blob)?;
-    let mut out = String::with_capacity(seqs.len() * 4 + 2);
+    // Deltas are mostly one byte and seqs a few digits.
+    let mut out = String::with_capacity(blob.len() * 6 + 2);
     out.push('[');
-    for (i, s) in seqs.iter().enumerate() {
-        if i > 0 {
+    decode_each(blob, |s| {
+        if out.len() > 1 {
             out.push(',');
         }
-        out.push_str(&s.to_string());
-    }
+        push_decimal(&mut out, s);
+    })?;
     out.push(']');
     Ok(out)
 }
@@ -143,6 +171,14 @@ mod tests {
         assert_eq!(decode(&blob).unwrap(), seqs);
         assert_eq!(decode_to_json(&encode(&[1, 2])).unwrap(), "[1,2]");
         assert_eq!(decode_to_json(&[]).unwrap(), "[]");
+        assert_eq!(
+            decode_to_json(&blob).unwrap(),
+            "[9007199254740991,0,7,9007199254740991,1]"
+        );
+        assert_eq!(
+            decode_to_json(&encode(&[0, 10, 9, 100])).unwrap(),
+            "[0,10,9,100]"
+        );
     }
 
     #[test]
