@@ -231,11 +231,11 @@ impl Backend for SqliteBackend {
     }
 
     fn read(&self, id: &str) -> Result<Option<StoredLog>> {
-        // Rows are fetched under the connection lock, decoded outside it.
-        let Some(fetched) = self.with_conn(|c| reader::fetch_log(c, &self.label, id))? else {
+        // Rows are fetched under the connection lock and decoded, on two
+        // threads, outside it.
+        let Some(read) = reader::read_log(|f| self.with_conn(f), &self.label, id)? else {
             return Ok(None);
         };
-        let read = fetched.scan_log()?;
         Ok(Some(StoredLog {
             revision: self.revision(&read.session.incarnation, read.session.revision),
             header: read.session.header,
@@ -289,6 +289,7 @@ impl Backend for SqliteBackend {
 mod tests {
     use super::*;
     use crate::model::json::JsonText;
+    use rusqlite::params;
 
     fn backend_with(ids: &[&str]) -> SqliteBackend {
         let be = SqliteBackend::open(&SqliteConfig::memory()).unwrap();
@@ -334,6 +335,79 @@ mod tests {
         assert_eq!((c.seed_length, c.delegation_depth), (Some(2), Some(1)));
         assert_eq!(c.origin.as_deref(), Some("o"));
         assert_eq!(c.agent_preset.as_deref(), Some("p"));
+    }
+
+    fn show(r: Result<Option<reader::LogRead>>) -> String {
+        match r {
+            Ok(Some(read)) => format!("{:?} {:?}", read.events, read.torn_from),
+            Ok(None) => "none".into(),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    #[test]
+    fn pipelined_read_matches_fetch_then_scan() {
+        let be = SqliteBackend::open(&SqliteConfig::memory()).unwrap();
+        let h = SessionHeader::new("s", 5);
+        let events: Vec<Event> = (0..702u64)
+            .map(|seq| {
+                let (ty, data) = match seq % 7 {
+                    0 => ("turn/start", format!("{{\"turn\":{}}}", seq / 7 + 1)),
+                    6 => ("turn/end", format!("{{\"turn\":{}}}", seq / 7 + 1)),
+                    _ => ("user/message", format!("{{\"text\":\"m{seq}\"}}")),
+                };
+                Event::new(
+                    crate::model::event::EventType::known(ty),
+                    seq,
+                    seq as i64,
+                    JsonText::from_trusted(data),
+                )
+            })
+            .collect();
+        be.append(&h, &events, Expect::New).unwrap();
+        let both = |be: &SqliteBackend, what: &str| {
+            let piped = show(reader::read_log(|f| be.with_conn(f), &be.label, "s"));
+            let plain = show(
+                be.with_conn(|c| reader::fetch_log(c, &be.label, "s"))
+                    .and_then(|f| f.map(|f| f.scan_log()).transpose()),
+            );
+            assert_eq!(piped, plain, "{what}");
+            piped
+        };
+        let clean = both(&be, "clean");
+        assert!(clean.contains("m701") && clean.ends_with("None"));
+        assert_eq!(
+            show(reader::read_log(|f| be.with_conn(f), &be.label, "nope")),
+            "none"
+        );
+        let set = |seq: u64, data: &str| {
+            be.with_conn(|c| {
+                c.execute(
+                    "UPDATE events SET data = ?2 WHERE session_id = 's' AND seq = ?1",
+                    params![seq as i64, data],
+                )
+                .unwrap();
+                Ok(())
+            })
+            .unwrap();
+        };
+        for seq in [0, 5, 127, 128, 129, 400, 695, 699, 700, 701] {
+            set(seq, "{bad");
+            let got = both(&be, &format!("bad row {seq}"));
+            // The last turn/end is at 699: a bad row from there on is torn.
+            let want = if seq >= 699 {
+                format!(" Some({seq})")
+            } else {
+                format!("invalid committed physical row at seq {seq}")
+            };
+            assert!(
+                got.ends_with(&want),
+                "bad row {seq}: {}",
+                &got[got.len().saturating_sub(80)..]
+            );
+            set(seq, events[seq as usize].data.as_str());
+        }
+        assert!(both(&be, "restored").ends_with("None"));
     }
 
     #[test]

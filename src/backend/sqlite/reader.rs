@@ -391,25 +391,37 @@ struct DecodedRows {
 }
 
 fn decode_expand(rows: Vec<StoredRow>) -> DecodedRows {
-    let mut infos = Vec::with_capacity(rows.len());
-    let mut events = Vec::with_capacity(rows.len());
+    let mut out = DecodedRows {
+        infos: Vec::with_capacity(rows.len()),
+        events: Vec::with_capacity(rows.len()),
+    };
+    decode_expand_into(rows, &mut out);
+    out
+}
+
+/// Decodes and expands `rows` after those already in `out`.
+fn decode_expand_into(rows: Vec<StoredRow>, out: &mut DecodedRows) {
+    decode_expand_ref(&rows, out);
+}
+
+/// [`decode_expand_into`] of borrowed rows (they are freed by the caller).
+fn decode_expand_ref(rows: &[StoredRow], out: &mut DecodedRows) {
     for row in rows {
         let seq = row.seq;
-        let record = match rows::decode_row(row) {
+        let record = match rows::decode_row_ref(row) {
             Ok(rec) => {
                 let info = (rec.first_seq(), rec.member_count(), rec.is_turn_end());
-                rec.into_events(&mut events);
+                rec.into_events(&mut out.events);
                 Some(info)
             }
             Err(_) => None,
         };
-        infos.push(RowInfo {
+        out.infos.push(RowInfo {
             seq,
             record,
-            events_end: events.len(),
+            events_end: out.events.len(),
         });
     }
-    DecodedRows { infos, events }
 }
 
 /// Full reads of at least this many rows decode them on two threads.
@@ -429,7 +441,12 @@ fn scan_all_rows(
     } else {
         vec![decode_expand(rows)]
     };
-    // The last-turn/end rule, then contiguity, in order (as scan_rows).
+    judge_parts(parts)
+}
+
+/// The outcome of [`scan_rows`] over decoded stretches of a whole log (first
+/// seq 0), given in row order: the last-turn/end rule, then contiguity.
+fn judge_parts(parts: Vec<DecodedRows>) -> Result<(Vec<Event>, Option<i64>)> {
     let last_turn_end = parts
         .iter()
         .flat_map(|p| p.infos.iter())
@@ -470,6 +487,116 @@ fn scan_all_rows(
         }
     }
     Ok((events, None))
+}
+
+/// Rows per stretch handed to the decoding thread by [`read_log`].
+const PIPELINE_CHUNK_ROWS: usize = 128;
+
+/// Reads and decodes a whole log (SPEC §4.3), like [`fetch_log`] followed
+/// by [`FetchedRows::scan_log`], but pipelined: once the first
+/// [`PIPELINE_CHUNK_ROWS`] rows are fetched, a second thread decodes
+/// stretches of rows while this one fetches the rest under the connection
+/// lock (`with_conn`); then both decode what is left, this thread from the
+/// end. Work is shared by stretches, not halves, so a busy CPU slows the
+/// read instead of stalling it. The outcome is that of `scan_log`.
+pub fn read_log<W>(with_conn: W, label: &str, id: &str) -> Result<Option<LogRead>>
+where
+    W: FnOnce(
+        &mut dyn FnMut(&mut Connection) -> Result<Option<SessionRow>>,
+    ) -> Result<Option<SessionRow>>,
+{
+    let queue = crate::backend::parallel::StretchQueue::default();
+    std::thread::scope(|scope| {
+        // Closes the queue on every way out, so the worker always ends.
+        let _close = queue.closer();
+        let mut worker = None;
+        let mut pending: Vec<StoredRow> = Vec::with_capacity(PIPELINE_CHUNK_ROWS);
+        let session = with_conn(&mut |conn| {
+            let ctx = || format!("cannot read the events of session {}", quote(id));
+            let tx = conn
+                .transaction()
+                .map_err(|e| sql_error(label, "cannot start a read transaction", e))?;
+            let Some(session) = session_row(&tx, label, id)? else {
+                return Ok(None);
+            };
+            let session = readable(session)?;
+            {
+                let mut stmt = tx
+                    .prepare_cached(&format!(
+                        "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq"
+                    ))
+                    .map_err(|e| sql_error(label, &ctx(), e))?;
+                let mut rows = stmt.query([id]).map_err(|e| sql_error(label, &ctx(), e))?;
+                while let Some(r) = rows.next().map_err(|e| sql_error(label, &ctx(), e))? {
+                    pending.push(StoredRow::from_sql(r).map_err(|e| sql_error(label, &ctx(), e))?);
+                    if pending.len() == PIPELINE_CHUNK_ROWS {
+                        let full = std::mem::replace(
+                            &mut pending,
+                            Vec::with_capacity(PIPELINE_CHUNK_ROWS),
+                        );
+                        queue.push(full);
+                        if worker.is_none() {
+                            worker = Some(
+                                std::thread::Builder::new()
+                                    .name("dsh-read".into())
+                                    .spawn_scoped(scope, || {
+                                        let mut front = DecodedRows {
+                                            infos: Vec::new(),
+                                            events: Vec::new(),
+                                        };
+                                        // The rows were allocated by the
+                                        // fetching thread: they are freed
+                                        // only once all is decoded.
+                                        let mut done = Vec::new();
+                                        while let Some(rows) = queue.pop_front() {
+                                            decode_expand_ref(&rows, &mut front);
+                                            done.push(rows);
+                                        }
+                                        (front, done)
+                                    }),
+                            );
+                        }
+                    }
+                }
+            }
+            tx.finish()
+                .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
+            Ok(Some(session))
+        });
+        if !pending.is_empty() {
+            queue.push(std::mem::take(&mut pending));
+        }
+        queue.close();
+        // This thread decodes from the end; the worker took a prefix.
+        let mut back = Vec::new();
+        while let Some(rows) = queue.pop_back() {
+            back.push(decode_expand(rows));
+        }
+        let front = match worker {
+            Some(Ok(handle)) => Some(
+                handle
+                    .join()
+                    .map_err(|_| Error::invariant("a read worker panicked"))?,
+            ),
+            // No thread: nothing was taken from the front.
+            Some(Err(_)) | None => None,
+        };
+        let Some(session) = session? else {
+            return Ok(None);
+        };
+        let mut parts = Vec::with_capacity(back.len() + 1);
+        if let Some((front, done)) = front {
+            parts.push(front);
+            drop(done);
+        }
+        parts.extend(back.into_iter().rev());
+        let (events, torn) = judge_parts(parts)?;
+        Ok(Some(LogRead {
+            session,
+            events,
+            torn_from: torn.map(|s| s.max(0) as u64),
+        }))
+    })
 }
 
 impl FetchedRows {

@@ -99,6 +99,14 @@ thread_local! {
 pub fn decode_data(value: Value, cap: usize) -> Result<String, String> {
     match value {
         Value::Text(t) => Ok(t),
+        other => decode_data_ref(&other, cap).map(std::borrow::Cow::into_owned),
+    }
+}
+
+/// [`decode_data`] of a borrowed value: TEXT is borrowed, not copied.
+pub fn decode_data_ref(value: &Value, cap: usize) -> Result<std::borrow::Cow<'_, str>, String> {
+    match value {
+        Value::Text(t) => Ok(std::borrow::Cow::Borrowed(t)),
         Value::Blob(b) => DECODER.with(|ctx| {
             // One decoding context per thread, reused: creating one per row
             // costs large allocations (and, on two threads, their unmapping).
@@ -113,7 +121,9 @@ pub fn decode_data(value: Value, cap: usize) -> Result<String, String> {
             if out.len() > cap {
                 return Err(format!("data BLOB decompresses to more than {cap} bytes"));
             }
-            String::from_utf8(out).map_err(|e| format!("data BLOB is not valid UTF-8: {e}"))
+            String::from_utf8(out)
+                .map(std::borrow::Cow::Owned)
+                .map_err(|e| format!("data BLOB is not valid UTF-8: {e}"))
         }),
         Value::Null => Err("data is NULL".into()),
         Value::Integer(_) | Value::Real(_) => Err("data is a number, not JSON text".into()),
@@ -185,8 +195,8 @@ fn safe_time(time: i64) -> Result<i64, String> {
     }
 }
 
-fn json_text(text: String, column: &str) -> Result<JsonText, String> {
-    let mut s = json::Scanner::new(&text);
+fn json_text(text: &str, column: &str) -> Result<JsonText, String> {
+    let mut s = json::Scanner::new(text);
     s.skip_value()
         .and_then(|_| s.expect_end())
         .map_err(|e| format!("{column} is not valid JSON: {e}"))?;
@@ -195,6 +205,14 @@ fn json_text(text: String, column: &str) -> Result<JsonText, String> {
 
 /// Decodes a stored row into a record. The error says what is malformed.
 pub fn decode_row(row: StoredRow) -> Result<Record, String> {
+    decode_row_ref(&row)
+}
+
+/// [`decode_row`] of a borrowed row: the record owns copies of what it
+/// keeps, and the row's buffers stay with the caller. (A decoding thread
+/// that freed rows another thread allocated would contend with it for that
+/// thread's allocator arena.)
+pub fn decode_row_ref(row: &StoredRow) -> Result<Record, String> {
     let seq = safe_seq(row.seq)?;
     let time = safe_time(row.time)?;
     let Value::Text(type_name) = &row.event_type else {
@@ -204,7 +222,7 @@ pub fn decode_row(row: StoredRow) -> Result<Record, String> {
         if !matches!(row.source_event_seqs, Value::Null) || !matches!(row.surface_op, Value::Null) {
             return Err("packed row carries surface columns".into());
         }
-        let data = decode_data(row.data, PACKED_DATA_CAP)?;
+        let data = decode_data_ref(&row.data, PACKED_DATA_CAP)?;
         let packed = PackedRow::from_parts(type_name, seq, time, &data).map_err(|e| e.0)?;
         return Ok(Record::Packed(packed));
     }
@@ -213,7 +231,7 @@ pub fn decode_row(row: StoredRow) -> Result<Record, String> {
         Value::Integer(1) => true,
         _ => return Err("ignorable is neither NULL, 0 nor 1".into()),
     };
-    let data = json_text(decode_data(row.data, SCALAR_DATA_CAP)?, "data")?;
+    let data = json_text(&decode_data_ref(&row.data, SCALAR_DATA_CAP)?, "data")?;
     let source_event_seqs = match &row.source_event_seqs {
         Value::Null => None,
         Value::Blob(b) => Some(JsonText::from_trusted(
@@ -221,7 +239,7 @@ pub fn decode_row(row: StoredRow) -> Result<Record, String> {
         )),
         _ => return Err("source_event_seqs is not a BLOB".into()),
     };
-    let surface_op = match row.surface_op {
+    let surface_op = match &row.surface_op {
         Value::Null => None,
         Value::Text(t) => Some(json_text(t, "surface_op")?),
         _ => return Err("surface_op is not TEXT".into()),
