@@ -316,7 +316,10 @@ pub struct FetchedRows {
 }
 
 /// Fetches the session row and all its event rows, ordered by seq, in one
-/// read transaction. `None` when the session is not stored.
+/// read transaction. `None` when the session is not stored. The reference
+/// that [`read_log`] (the pipelined read used by the backend) is tested
+/// against.
+#[cfg(test)]
 pub fn fetch_log(conn: &mut Connection, label: &str, id: &str) -> Result<Option<FetchedRows>> {
     fetch(conn, label, id, None)
 }
@@ -333,19 +336,32 @@ pub fn fetch_suffix(
     fetch(conn, label, id, Some(k))
 }
 
-fn fetch(
-    conn: &mut Connection,
+/// Opens a read transaction and reads the session row of `id` in it,
+/// refusing a stored version this build does not read. `None` when the
+/// session is not stored.
+fn begin_read<'c>(
+    conn: &'c mut Connection,
     label: &str,
     id: &str,
-    from: Option<u64>,
-) -> Result<Option<FetchedRows>> {
+) -> Result<Option<(rusqlite::Transaction<'c>, SessionRow)>> {
     let tx = conn
         .transaction()
         .map_err(|e| sql_error(label, "cannot start a read transaction", e))?;
     let Some(session) = session_row(&tx, label, id)? else {
         return Ok(None);
     };
-    let session = readable(session)?;
+    Ok(Some((tx, readable(session)?)))
+}
+
+fn fetch(
+    conn: &mut Connection,
+    label: &str,
+    id: &str,
+    from: Option<u64>,
+) -> Result<Option<FetchedRows>> {
+    let Some((tx, session)) = begin_read(conn, label, id)? else {
+        return Ok(None);
+    };
     let rows = match from {
         None => select_rows(
             &tx,
@@ -424,11 +440,14 @@ fn decode_expand_ref(rows: &[StoredRow], out: &mut DecodedRows) {
     }
 }
 
-/// Full reads of at least this many rows decode them on two threads.
+/// The reference split read decodes logs of at least this many rows on two
+/// threads.
+#[cfg(test)]
 const PARALLEL_MIN_ROWS: usize = 512;
 
 /// [`scan_rows`] over a whole log (first seq 0), decoding and expanding
 /// the two halves of a large log on two threads; the same outcome.
+#[cfg(test)]
 fn scan_all_rows(
     mut rows: Vec<StoredRow>,
     parallel_min: usize,
@@ -513,13 +532,9 @@ where
         let mut pending: Vec<StoredRow> = Vec::with_capacity(PIPELINE_CHUNK_ROWS);
         let session = with_conn(&mut |conn| {
             let ctx = || format!("cannot read the events of session {}", quote(id));
-            let tx = conn
-                .transaction()
-                .map_err(|e| sql_error(label, "cannot start a read transaction", e))?;
-            let Some(session) = session_row(&tx, label, id)? else {
+            let Some((tx, session)) = begin_read(conn, label, id)? else {
                 return Ok(None);
             };
-            let session = readable(session)?;
             {
                 let mut stmt = tx
                     .prepare_cached(&format!(
@@ -600,7 +615,9 @@ where
 }
 
 impl FetchedRows {
-    /// Decodes a full log: the intact events and the torn tail, if any.
+    /// Decodes a full log: the intact events and the torn tail, if any
+    /// (the reference for [`read_log`]).
+    #[cfg(test)]
     pub fn scan_log(self) -> Result<LogRead> {
         let (events, torn) = scan_all_rows(self.rows, PARALLEL_MIN_ROWS)?;
         Ok(LogRead {
