@@ -181,10 +181,20 @@ pub enum Command {
         /// The subcommand (none: the tool itself).
         command: Vec<String>,
     },
-    /// (bench internal) Load a session and print this process's peak RSS.
-    #[command(hide = true)]
-    RssProbe {
-        /// Session id.
-        id: String,
-    },
 }
+
+/// The benchmark's internal probe, `dsh-persist rss-probe STORE ID`: a
+/// process that only opens the store and loads one session, then prints
+/// its peak RSS. Parsed apart from [`Cli`] so it is in no help, completion
+/// or man page.
+#[derive(Parser, Debug)]
+#[command(name = "dsh-persist rss-probe")]
+pub struct RssProbeCli {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Session id.
+    pub id: String,
+}
+
+/// The first argument that selects [`RssProbeCli`].
+pub const RSS_PROBE: &str = "rss-probe";

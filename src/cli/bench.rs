@@ -243,9 +243,11 @@ fn measure(
     let calls = n.div_ceil(BATCH);
 
     // append
-    progress.prefix(|| format!("bench: {} append", kind.name()));
-    progress.message(|| format!("{calls} durable calls of {BATCH} events"));
-    progress.restart(calls as u64);
+    progress.phase(
+        || format!("bench: {} append", kind.name()),
+        || format!("{calls} durable calls of {BATCH} events"),
+        calls as u64,
+    );
     let store = Store::open(kind.config(&dir))?;
     let t = Instant::now();
     if kind == Kind::Live {
@@ -286,9 +288,11 @@ fn measure(
     // cold load / inspect
     let mut load_runs = Vec::new();
     let mut inspect_runs = Vec::new();
-    progress.prefix(|| format!("bench: {} cold load + inspect", kind.name()));
-    progress.message(|| format!("best of {RUNS}"));
-    progress.restart(RUNS as u64);
+    progress.phase(
+        || format!("bench: {} cold load + inspect", kind.name()),
+        || format!("best of {RUNS}"),
+        RUNS as u64,
+    );
     for _ in 0..RUNS {
         let store = Store::open(kind.config(&dir))?;
         let t = Instant::now();
@@ -332,9 +336,11 @@ fn measure(
     );
 
     // read_from(n - 100) after a load
-    progress.prefix(|| format!("bench: {} read_from", kind.name()));
-    progress.message(String::new);
-    progress.restart(RUNS as u64);
+    progress.phase(
+        || format!("bench: {} read_from", kind.name()),
+        || format!("the last 100 events, best of {RUNS}"),
+        RUNS as u64,
+    );
     let store = Store::open(kind.config(&dir))?;
     store.load(BENCH_ID)?;
     let mut rf_runs = Vec::new();
@@ -360,9 +366,11 @@ fn measure(
 
     // small sessions
     if kind != Kind::Live && small > 0 {
-        progress.prefix(|| format!("bench: {} small sessions", kind.name()));
-        progress.message(|| format!("{small} sessions of 5 events, then a cold list"));
-        progress.restart(small as u64 + RUNS as u64);
+        progress.phase(
+            || format!("bench: {} small sessions", kind.name()),
+            || format!("{small} sessions of 5 events, then a cold list"),
+            small as u64 + RUNS as u64,
+        );
         let sdir = out_dir.join(format!("{}-small", kind.name()));
         make_dir(&sdir)?;
         let five: Vec<Event> = w.events[..5].to_vec();
@@ -469,7 +477,7 @@ fn rss_probe(kind: Kind, dir: &Path) -> Result<Option<f64>, Error> {
         .map(|k| k / 1024.0))
 }
 
-/// The hidden `rss-probe` subcommand: open, load, report `VmHWM`.
+/// The internal `rss-probe` command: open, load, report `VmHWM`.
 pub fn rss_probe_main(store: &Store, id: &str) -> Result<Outcome, Error> {
     let view = store.load(id)?;
     let events = view.events.len();

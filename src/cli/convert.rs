@@ -84,8 +84,7 @@ pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Ou
     }
 
     // 2 + 3. Copy, then read the copy back and compare.
-    progress.prefix(|| "convert: copying".to_string());
-    progress.restart(total);
+    progress.phase(|| "convert: copying".to_string(), String::new, total);
     for h in &headers {
         progress.message(|| h.id.clone());
         let view = src.inspect(&h.id)?;

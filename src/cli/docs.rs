@@ -45,7 +45,7 @@ pub fn help(path: &[String]) -> Result<Outcome, Error> {
         };
         cmd = sub;
     }
-    let text = cmd.render_long_help().to_string();
+    let text = cmd.render_help().to_string();
     print_out(&text);
     Ok(Outcome::ok())
 }
@@ -55,8 +55,23 @@ pub fn completions(shell: Shell) -> Result<Outcome, Error> {
     let mut cmd = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "dsh-persist", &mut out);
+    if shell == Shell::Bash {
+        out = fix_bash_state_labels(&out);
+    }
     write_stdout(&out);
     Ok(Outcome::ok())
+}
+
+/// clap_complete's bash script spells the states of subcommands two ways
+/// when the binary name holds a `-` (clap issue #6421): the loop that
+/// follows the words sets `dsh__persist__subcmd__verify`, the `case` arms
+/// test `dsh__subcmd__persist__subcmd__verify`, so nothing after a
+/// subcommand completes. The arms are respelled the way the loop spells
+/// them (what the upstream fix does).
+fn fix_bash_state_labels(script: &[u8]) -> Vec<u8> {
+    String::from_utf8_lossy(script)
+        .replace("dsh__subcmd__persist__subcmd__", "dsh__persist__subcmd__")
+        .into_bytes()
 }
 
 /// `man`: the tool's page on stdout; with `--out-dir DIR`, the tool's page

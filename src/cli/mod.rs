@@ -28,6 +28,9 @@ use output::Outcome;
 /// Runs the tool and returns the process exit code.
 pub fn main() -> i32 {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == args::RSS_PROBE) {
+        return rss_probe(&argv[1..]);
+    }
     let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
         Err(e) => return usage_error(e, &argv),
@@ -37,6 +40,21 @@ pub fn main() -> i32 {
     match run(cli) {
         Ok(outcome) => outcome.code,
         Err(e) => output::report_error(&e, json),
+    }
+}
+
+/// The benchmark's internal `rss-probe` (see [`args::RssProbeCli`]).
+fn rss_probe(argv: &[std::ffi::OsString]) -> i32 {
+    let cli = match args::RssProbeCli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e, argv),
+    };
+    progress::set_quiet(true);
+    match with_store(&cli.store, "", String::new(), |s| {
+        bench::rss_probe_main(s, &cli.id)
+    }) {
+        Ok(outcome) => outcome.code,
+        Err(e) => output::report_error(&e, false),
     }
 }
 
@@ -112,10 +130,6 @@ fn run(cli: Cli) -> Result<Outcome, Error> {
         }),
         Command::Verify => verify::verify(&store, json),
         Command::Convert { target } => convert::convert(&store, &target, json),
-        Command::RssProbe { id } => {
-            progress::set_quiet(true);
-            with_store(&store, "", String::new(), |s| bench::rss_probe_main(s, &id))
-        }
         Command::Bench(args) => bench::bench(&args, json),
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { out_dir } => docs::man(out_dir.as_deref()),

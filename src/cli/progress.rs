@@ -71,7 +71,7 @@ impl Progress {
         let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr())
             .with_style(style)
             .with_prefix(prefix.to_string());
-        bar.tick();
+        bar.force_draw();
         register(&bar);
         Progress { bar: Some(bar) }
     }
@@ -88,6 +88,7 @@ impl Progress {
             .with_style(style)
             .with_prefix(prefix.to_string())
             .with_message(message.to_string());
+        bar.force_draw();
         bar.enable_steady_tick(Duration::from_millis(120));
         register(&bar);
         Progress { bar: Some(bar) }
@@ -100,19 +101,22 @@ impl Progress {
         }
     }
 
-    /// The text before the bar (the phase).
-    pub fn prefix(&self, text: impl FnOnce() -> String) {
+    /// A new phase: `prefix` before the bar, `message` after it, counting
+    /// again from 0 over `len` steps. Always drawn (redraws are otherwise
+    /// limited), so every phase shows at least once.
+    pub fn phase(
+        &self,
+        prefix: impl FnOnce() -> String,
+        message: impl FnOnce() -> String,
+        len: u64,
+    ) {
         if let Some(bar) = &self.bar {
-            bar.set_prefix(text());
-        }
-    }
-
-    /// Starts counting again over `len` steps.
-    pub fn restart(&self, len: u64) {
-        if let Some(bar) = &self.bar {
-            bar.set_length(len);
             bar.set_position(0);
+            bar.set_length(len);
+            bar.set_prefix(prefix());
+            bar.set_message(message());
             bar.reset_elapsed();
+            bar.force_draw();
         }
     }
 
