@@ -168,15 +168,18 @@ fn a_postgres_url_is_recognised_and_refused_by_this_build() {
         "postgres://me:s3cret@db.example:5432/sessions",
         "postgresql://db.example/sessions",
     ] {
-        let r = run(["--json", "list", "--store", url]);
-        assert_eq!(r.code, 1, "{url}: {}", r.stderr);
-        let (kind, message) = r.error();
-        assert_eq!(kind, "unsupported");
-        assert!(message.contains("not supported by this build"), "{message}");
-        assert!(
-            !message.contains("s3cret"),
-            "the password leaked: {message}"
-        );
+        for sub in ["list", "verify"] {
+            let r = run(["--json", sub, "--store", url]);
+            assert_eq!(r.code, 1, "{url}: {}", r.stderr);
+            assert!(r.stdout.is_empty(), "{}", r.stdout);
+            let (kind, message) = r.error();
+            assert_eq!(kind, "unsupported");
+            assert!(message.contains("not supported by this build"), "{message}");
+            assert!(
+                !message.contains("s3cret"),
+                "the password leaked: {message}"
+            );
+        }
     }
 }
 
@@ -233,4 +236,41 @@ fn convert_to_detects_an_existing_target_and_refuses_a_new_one() {
     assert_eq!(r.json()["converted"], listed.as_array().unwrap().len());
     let copy = detected("list", &db, &[]);
     assert_eq!(ids_of(&copy.json()), ids_of(&listed));
+}
+
+#[test]
+fn a_database_whose_identity_is_still_in_the_wal_is_detected() {
+    // As a writer that switched to WAL before writing the identity leaves
+    // it: the main file's header still says application_id 0, the WAL holds
+    // the real one (the writer is still open, nothing checkpointed).
+    use dsh_persist::backend::sqlite::schema::{APPLICATION_ID, SCHEMA_SQL, SCHEMA_VERSION};
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = TempDir::new("cli-detect-wal");
+    let db = tmp.path().join("live.db");
+    std::fs::File::create(&db).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+        .unwrap();
+    writer
+        .execute_batch(&format!(
+            "PRAGMA wal_autocheckpoint = 0;
+             BEGIN;
+             PRAGMA application_id = {APPLICATION_ID};
+             PRAGMA user_version = {SCHEMA_VERSION};
+             {SCHEMA_SQL}
+             INSERT INTO persistence_state (singleton, store_id) VALUES (1, 'live-store');
+             COMMIT;"
+        ))
+        .unwrap();
+    let header = std::fs::read(&db).unwrap();
+    assert!(
+        header.len() < 72 || header[68..72] == [0, 0, 0, 0],
+        "the identity was checkpointed into the main file already"
+    );
+    let r = detected("list", &db, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "[]");
+    drop(writer);
 }

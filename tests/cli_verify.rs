@@ -362,7 +362,7 @@ fn verify_checks_every_artifact_not_only_what_list_shows() {
     );
     for needle in [
         "\"conv-basic\" [corruption]".to_string(),
-        format!("[orphan_temp]: \"{}\"", temp.display()),
+        format!("  - [orphan_temp]: \"{}\"", temp.display()),
         format!(
             "[misplaced_artifact]: session artifact \"{}\"",
             moved_log.display()

@@ -713,7 +713,7 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
     let reading = Progress::spinner("bench", "reading the workload");
     let w = load_workload(&workload_path, args.limit_events)?;
     reading.finish();
-    let progress = Progress::bar("bench", 0);
+    let progress = Progress::still_bar("bench", 0);
     let small = args.small_sessions.unwrap_or(1000);
     let base = args.out_dir.clone().unwrap_or_else(std::env::temp_dir);
     let scratch = Scratch {

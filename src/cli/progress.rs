@@ -58,8 +58,20 @@ impl Progress {
         Progress { bar: None }
     }
 
-    /// A bar over `len` steps: `PREFIX [####----] 12/30 message`.
+    /// A bar over `len` steps: `PREFIX [####----] 12/30 0:00:03 message`,
+    /// redrawn by its own thread too (the elapsed time moves while one large
+    /// session is checked or copied).
     pub fn bar(prefix: &str, len: u64) -> Progress {
+        let p = Progress::still_bar(prefix, len);
+        if let Some(bar) = &p.bar {
+            bar.enable_steady_tick(Duration::from_millis(250));
+        }
+        p
+    }
+
+    /// A bar redrawn only when it changes: no drawing thread competes with
+    /// the benchmark's timed loops.
+    pub fn still_bar(prefix: &str, len: u64) -> Progress {
         if !enabled() {
             return Progress::none();
         }

@@ -198,6 +198,8 @@ fn open_scanned(sel: &Selection) -> Result<(Store, StoreScan), Error> {
 pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
     let sel = Selection::from_store_args(args)?;
     sel.check_exists()?;
+    // A kind this build cannot open is an error, not a finding.
+    sel.config()?;
     let mut problems = Vec::new();
     let mut sessions = 0usize;
     let mut ok = 0usize;
@@ -271,7 +273,12 @@ pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
             problems.len()
         );
         for p in &problems {
-            let who = p.id.as_deref().map_or_else(|| "(store)".to_string(), jstr);
+            // A file that belongs to no session is "-"; the store itself "(store)".
+            let who = match (&p.id, &p.path) {
+                (Some(id), _) => jstr(id),
+                (None, Some(path)) if path.as_path() != sel.path() => "-".to_string(),
+                (None, _) => "(store)".to_string(),
+            };
             // The path, unless the message already names it.
             let path = p
                 .path
