@@ -43,6 +43,11 @@ use crate::model::json::quote;
 /// Bytes read per step while looking for the header line or frame.
 const HEADER_CHUNK: usize = 64 << 10;
 
+/// The most a header read looks at: the header line (or, zstd, the header
+/// frame and its decoded text) must fit. A real header is well under a
+/// kilobyte; the bound keeps a hostile file from filling memory.
+pub const MAX_HEADER_BYTES: usize = 64 << 20;
+
 /// One directory entry, links not followed.
 struct Entry {
     name: OsString,
@@ -166,8 +171,13 @@ fn foreign(entry: &Entry, where_: &str) -> Finding {
 /// Reads the header line of the log at `path` with the rules of a full
 /// read: zstd, the first frame must be complete and decode (checksum
 /// included); none, the first line must end in `\n`; then a foreign
-/// version is refused and the header validated. Reads only the header.
+/// version is refused and the header validated. Reads only the header,
+/// and at most [`MAX_HEADER_BYTES`] of the file and of decoded text.
 pub fn read_header(path: &Path, compression: Compression) -> Result<SessionHeader> {
+    read_header_within(path, compression, MAX_HEADER_BYTES)
+}
+
+fn read_header_within(path: &Path, compression: Compression, max: usize) -> Result<SessionHeader> {
     let raw_log = path.display().to_string();
     let mut file = File::open(path).map_err(|e| io_err("cannot open", path, e))?;
     let mut buf: Vec<u8> = Vec::new();
@@ -182,6 +192,9 @@ pub fn read_header(path: &Path, compression: Compression) -> Result<SessionHeade
             }
         };
         buf.truncate(len + n);
+        if buf.len() > max {
+            return Err(header_too_long(compression, &raw_log, max));
+        }
         match compression {
             Compression::None => {
                 if let Some(nl) = memchr::memchr(b'\n', &buf) {
@@ -193,9 +206,25 @@ pub fn read_header(path: &Path, compression: Compression) -> Result<SessionHeade
             }
             Compression::Zstd => {
                 if let Some(frame) = frames::first_frame(&buf)? {
+                    // Keep the first line; decode the rest of the frame
+                    // only to check it (and its checksum).
+                    let mut first: Option<Vec<u8>> = None;
                     let mut out = Vec::new();
                     let mut dec = FrameDecoder::new();
-                    match dec.decode(&buf[..frame.end as usize], &mut out, |_| Ok(()))? {
+                    let sink = |out: &mut Vec<u8>| {
+                        if first.is_none() {
+                            if let Some(nl) = memchr::memchr(b'\n', out) {
+                                first = Some(out[..nl].to_vec());
+                            } else if out.len() > max {
+                                return Err(header_too_long(compression, &raw_log, max));
+                            } else {
+                                return Ok(());
+                            }
+                        }
+                        out.clear();
+                        Ok(())
+                    };
+                    match dec.decode(&buf[..frame.end as usize], &mut out, sink)? {
                         DecodeEnd::Finished => {}
                         DecodeEnd::Failed(cause) => return Err(frame_failed(0, cause)),
                         DecodeEnd::NeedMore => {
@@ -205,8 +234,8 @@ pub fn read_header(path: &Path, compression: Compression) -> Result<SessionHeade
                             ));
                         }
                     }
-                    return match memchr::memchr(b'\n', &out) {
-                        Some(nl) => parse_header_line(&out[..nl], &raw_log),
+                    return match first {
+                        Some(line) => parse_header_line(&line, &raw_log),
                         None => Err(no_header(&raw_log)),
                     };
                 }
@@ -218,6 +247,16 @@ pub fn read_header(path: &Path, compression: Compression) -> Result<SessionHeade
             }
         }
     }
+}
+
+fn header_too_long(compression: Compression, raw_log: &str, max: usize) -> Error {
+    let what = match compression {
+        Compression::Zstd => "no complete header frame and header line",
+        Compression::None => "no complete header line",
+    };
+    Error::corruption(format!(
+        "corrupt session log: {raw_log} has {what} within its first {max} bytes"
+    ))
 }
 
 /// Adds the file name to an error about a log that does not name it.
@@ -503,6 +542,78 @@ mod tests {
         for seg in ["~002e", "~0041", "ab~00", "a~zzzz", "~D83D"] {
             assert_eq!(unescape_id(seg), None, "{seg}");
         }
+    }
+
+    /// A private directory for one test, removed on drop.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new() -> Scratch {
+            let dir = std::env::temp_dir().join(format!(
+                "dsh-scan-{}-{}",
+                std::process::id(),
+                crate::backend::jsonl::revision::random_u64()
+            ));
+            fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+
+        fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
+            let path = self.0.join(name);
+            fs::write(&path, bytes).unwrap();
+            path
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn header_text(version: u32) -> String {
+        format!(
+            "{{\"type\":\"session\",\"version\":{version},\"id\":\"h\",\"createdAt\":1,\"delegationDepth\":0}}\n"
+        )
+    }
+
+    #[test]
+    fn headers_are_read_with_the_read_path_rules() {
+        use crate::backend::jsonl::codec_zstd::encode_frame;
+        use crate::error::ErrorKind;
+        let tmp = Scratch::new();
+        let temp_file = |name: &str, bytes: &[u8]| tmp.file(name, bytes);
+        let mut good = encode_frame(header_text(0).as_bytes()).unwrap();
+        good.extend(encode_frame(b"{\"not\":\"read\"}\n").unwrap());
+        let p = temp_file("good.zstd", &good);
+        assert_eq!(read_header(&p, Compression::Zstd).unwrap().id, "h");
+        // A flipped byte inside the header frame: its checksum fails.
+        let head = frames::first_frame(&good).unwrap().unwrap().end as usize;
+        let mut flipped = good.clone();
+        flipped[head / 2] ^= 0x20;
+        let p = temp_file("flipped.zstd", &flipped);
+        let e = read_header(&p, Compression::Zstd).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+        // Cut inside the header frame: no complete header frame.
+        let p = temp_file("cut.zstd", &good[..head - 2]);
+        let e = read_header(&p, Compression::Zstd).unwrap_err();
+        assert!(e.to_string().contains("no complete header frame"), "{e}");
+        // A foreign version, refused before the rest of the header.
+        let p = temp_file("v7.jsonl", header_text(7).as_bytes());
+        let e = read_header(&p, Compression::None).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::FormatUnsupported, "{e}");
+        assert!(e.to_string().contains("uses log format v7"), "{e}");
+        // No newline, and a header longer than the bound.
+        let p = temp_file("open.jsonl", b"{\"type\":\"session\"");
+        let e = read_header(&p, Compression::None).unwrap_err();
+        assert!(e.to_string().contains("no complete header line"), "{e}");
+        let long = "x".repeat(300);
+        let p = temp_file("long.jsonl", long.as_bytes());
+        let e = read_header_within(&p, Compression::None, 100).unwrap_err();
+        assert!(e.to_string().contains("within its first 100 bytes"), "{e}");
+        let p = temp_file("long.zstd", &encode_frame(long.as_bytes()).unwrap());
+        let e = read_header_within(&p, Compression::Zstd, 100).unwrap_err();
+        assert!(e.to_string().contains("within its first 100 bytes"), "{e}");
     }
 
     #[test]
