@@ -132,6 +132,16 @@ pub fn unescape_id(segment: &str) -> Option<String> {
     (escape_id(&id).ok()? == segment).then_some(id)
 }
 
+/// Names of files the store itself keeps beside the logs (at the root, in a
+/// project or in a session directory) that are neither logs nor temp
+/// files: none yet. Writer locks (a parallel change) add their lock file
+/// names here, so `verify` does not call them foreign.
+const STORE_FILES: &[&str] = &[];
+
+fn is_store_file(name: &str) -> bool {
+    STORE_FILES.contains(&name)
+}
+
 /// The first append's temp file name: `<log name>.<12 hex>.tmp`.
 fn is_temp_name(name: &str) -> bool {
     [Compression::Zstd, Compression::None].iter().any(|c| {
@@ -293,6 +303,7 @@ impl JsonlBackend {
         for entry in entries(self.root())? {
             match entry.kind {
                 EntryKind::Dir => self.scan_project(&entry.path, &mut scan, &mut headers),
+                EntryKind::File if entry.name.to_str().is_some_and(is_store_file) => {}
                 _ => scan.findings.push(foreign(&entry, "at its top level")),
             }
         }
@@ -349,6 +360,7 @@ impl JsonlBackend {
                         )],
                     });
                 }
+                (EntryKind::File, Some(name)) if is_store_file(name) => {}
                 _ => scan
                     .findings
                     .push(foreign(&entry, "in a project directory")),
@@ -389,6 +401,7 @@ impl JsonlBackend {
                         quote(&entry.path.display().to_string())
                     ),
                 )),
+                (EntryKind::File, None) if is_store_file(name) => {}
                 _ => scan.findings.push(foreign(&entry, "in a session directory")),
             }
         }
