@@ -4,6 +4,8 @@
 mod cli_common;
 mod support;
 
+use std::path::Path;
+
 use cli_common::*;
 use serde_json::Value;
 use support::*;
@@ -124,27 +126,301 @@ fn a_clean_store_exits_0() {
 
 #[test]
 fn a_root_level_failure_is_a_problem() {
-    for case in [
-        "jsonl-badroot-flat-layout",
-        "jsonl-badroot-mixed-encoding",
-        "sqlite-bad-schema-16",
+    // A database verify cannot open is one problem for the store.
+    let store = FixtureStore::new("sqlite-bad-schema-16");
+    let exp = expected("sqlite-bad-schema-16");
+    let before = store.hashes();
+    let r = store.json("verify", &[]);
+    assert_ne!(r.code, 0);
+    let v = r.json();
+    let probs = problems(&v);
+    assert_eq!(probs.len(), 1, "{probs:?}");
+    assert_eq!(probs[0].0, "<store>");
+    assert_eq!(v["problems"][0]["id"], Value::Null);
+    assert_eq!(
+        v["problems"][0]["path"].as_str(),
+        Some(store.path.to_str().unwrap())
+    );
+    assert_eq!(
+        redact(&probs[0].2, &store.root),
+        exp["list"]["error"]["message"].as_str().unwrap()
+    );
+    assert_eq!(v["sessions"], 0);
+    assert_eq!(before, store.hashes());
+}
+
+#[test]
+fn a_bad_root_layout_is_named_per_artifact() {
+    // (case, flag, the session carrying the layout defect, its kind, the
+    // artifact it names). The original's list refuses these roots as a
+    // whole; verify names the artifact with the original's message.
+    for (case, flag, id, kind, artifact) in [
+        (
+            "jsonl-badroot-flat-layout",
+            "--jsonl-raw",
+            "flat",
+            "flat_layout",
+            "--srv-flat--/flat.jsonl",
+        ),
+        (
+            "jsonl-badroot-mixed-encoding",
+            "--jsonl",
+            "mixed",
+            "mixed_encoding",
+            "--srv-mixed--/mixed/session.jsonl",
+        ),
+        (
+            "jsonl-badroot-mixed-encoding-as-none",
+            "--jsonl-raw",
+            "mixed",
+            "mixed_encoding",
+            "--srv-mixed--/mixed/session.jsonl.zstd",
+        ),
     ] {
         let store = FixtureStore::new(case);
         let exp = expected(case);
         let before = store.hashes();
-        let r = store.json("verify", &[]);
-        assert_ne!(r.code, 0, "{case}");
+        let r = run(["--json", "verify", flag, store.path.to_str().unwrap()]);
+        assert_eq!(r.code, 4, "{case}: {}", r.stdout);
         let v = r.json();
-        let probs = problems(&v);
-        assert_eq!(probs.len(), 1, "{case}: {probs:?}");
-        assert_eq!(probs[0].0, "<store>");
-        assert_eq!(v["problems"][0]["id"], Value::Null);
+        let p = v["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .unwrap_or_else(|| panic!("{case}: {id} not named: {v}"));
+        assert_eq!(p["kind"], kind, "{case}");
         assert_eq!(
-            redact(&probs[0].2, &store.root),
+            p["path"].as_str().unwrap(),
+            store.path.join(artifact).to_str().unwrap(),
+            "{case}"
+        );
+        assert_eq!(
+            redact(p["message"].as_str().unwrap(), &store.root),
             exp["list"]["error"]["message"].as_str().unwrap(),
             "{case}"
         );
-        assert_eq!(v["sessions"], 0);
+        // Every session of the root is counted, none is ok (the store
+        // refuses each while the defect is there).
+        let ids = exp["sessions"].as_object().unwrap().len();
+        assert_eq!(v["sessions"], ids, "{case}");
+        assert_eq!(v["ok"], 0, "{case}");
         assert_eq!(before, store.hashes(), "{case}");
     }
+}
+
+/// The frames of a zstd log: (header frame, the rest).
+fn split_header_frame(bytes: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let scan = dsh_persist::backend::jsonl::frames::scan(bytes).unwrap();
+    let end = scan.frames[0].end as usize;
+    (bytes[..end].to_vec(), bytes[end..].to_vec())
+}
+
+/// Rewrites the header line of a zstd log with `edit`, in a new valid
+/// header frame (checksum included).
+fn rewrite_header(log: &Path, edit: impl Fn(&str) -> String) {
+    let bytes = std::fs::read(log).unwrap();
+    let (head, rest) = split_header_frame(&bytes);
+    let text = String::from_utf8(zstd::decode_all(&head[..]).unwrap()).unwrap();
+    let new_text = edit(&text);
+    assert_ne!(new_text, text, "the edit changed nothing");
+    let mut out =
+        dsh_persist::backend::jsonl::codec_zstd::encode_frame(new_text.as_bytes()).unwrap();
+    out.extend_from_slice(&rest);
+    std::fs::write(log, out).unwrap();
+}
+
+fn problem<'a>(v: &'a Value, kind: &str, id: Option<&str>) -> &'a Value {
+    v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == kind && p["id"].as_str() == id)
+        .unwrap_or_else(|| panic!("no {kind} problem for {id:?}: {v:#}"))
+}
+
+#[test]
+fn verify_checks_every_artifact_not_only_what_list_shows() {
+    let store = FixtureStore::new("jsonl-zstd-packed");
+    let root = store.path.clone();
+    for id in ["torn-a", "torn-b", "torn-c", "torn-d"] {
+        assert_eq!(store.json("load", &[id]).code, 0); // repair: a clean start
+    }
+    assert_eq!(store.json("verify", &[]).code, 0);
+
+    // A header that claims log format v7: format unsupported (exit 5).
+    let v7 = root.join("--srv-repo--/plan-mode/session.jsonl.zstd");
+    rewrite_header(&v7, |t| t.replacen("\"version\":0", "\"version\":7", 1));
+    let before = store.hashes();
+    let r = store.json("verify", &[]);
+    assert_eq!(r.code, 5, "{}", r.stdout);
+    let v = r.json();
+    let p = problem(&v, "format_unsupported", Some("plan-mode"));
+    assert_eq!(p["path"].as_str().unwrap(), v7.to_str().unwrap());
+    assert!(
+        p["message"]
+            .as_str()
+            .unwrap()
+            .contains("uses log format v7"),
+        "{p}"
+    );
+    assert_eq!(v["sessions"], 26);
+    assert_eq!(v["ok"], 25);
+    assert_eq!(before, store.hashes());
+
+    // One byte flipped inside the header frame of conv-basic (its
+    // checksum no longer matches): corruption, exit 4.
+    let flipped = root.join("--home-dev-project--/conv-basic/session.jsonl.zstd");
+    let mut bytes = std::fs::read(&flipped).unwrap();
+    let (head, _) = split_header_frame(&bytes);
+    bytes[head.len() / 2] ^= 0x20;
+    std::fs::write(&flipped, &bytes).unwrap();
+    // A log moved into another project directory: misplaced.
+    let moved_from = root.join("--srv-repo--/surface-replace");
+    let moved_to = root.join("--a-b--/surface-replace");
+    std::fs::rename(&moved_from, &moved_to).unwrap();
+    // The same id stored twice, each copy in the project its header names.
+    let dup_dir = root.join("--elsewhere--/numbers-escapes");
+    copy_tree(&root.join("--srv-repo--/numbers-escapes"), &dup_dir);
+    rewrite_header(&dup_dir.join("session.jsonl.zstd"), |t| {
+        t.replacen("\"cwd\":\"/srv/repo\"", "\"cwd\":\"/elsewhere\"", 1)
+    });
+    // A first append's temp file left by a crash, and foreign files.
+    let temp = root.join("--srv-torn--/torn-a/session.jsonl.zstd.0123456789ab.tmp");
+    std::fs::write(&temp, b"partial").unwrap();
+    let notes = root.join("notes.txt");
+    std::fs::write(&notes, b"x").unwrap();
+    let link = root.join("--srv-torn--/torn-b/latest");
+    std::os::unix::fs::symlink("session.jsonl.zstd", &link).unwrap();
+
+    let before = store.hashes();
+    let r = store.json("verify", &[]);
+    assert_eq!(r.code, 4, "{}", r.stdout);
+    let v = r.json();
+    let p = problem(&v, "corruption", Some("conv-basic"));
+    assert_eq!(p["path"].as_str().unwrap(), flipped.to_str().unwrap());
+    assert!(
+        p["message"]
+            .as_str()
+            .unwrap()
+            .contains("frame at byte 0 failed validation"),
+        "{p}"
+    );
+    problem(&v, "format_unsupported", Some("plan-mode"));
+    let p = problem(&v, "misplaced_artifact", Some("surface-replace"));
+    let moved_log = moved_to.join("session.jsonl.zstd");
+    assert_eq!(p["path"].as_str().unwrap(), moved_log.to_str().unwrap());
+    assert!(
+        p["message"].as_str().unwrap().contains(&format!(
+            "belongs at \"{}\"",
+            moved_from.join("session.jsonl.zstd").display()
+        )),
+        "{p}"
+    );
+    let dups: Vec<&Value> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "duplicate_id")
+        .collect();
+    assert_eq!(dups.len(), 2, "{v:#}");
+    for d in &dups {
+        assert_eq!(d["id"], "numbers-escapes");
+        assert!(
+            d["message"].as_str().unwrap().contains("is stored twice"),
+            "{d}"
+        );
+    }
+    let p = problem(&v, "orphan_temp", None);
+    assert_eq!(p["path"].as_str().unwrap(), temp.to_str().unwrap());
+    let foreign: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "foreign_file")
+        .map(|p| p["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        foreign,
+        [link.to_str().unwrap(), notes.to_str().unwrap()],
+        "{v:#}"
+    );
+    // 27 logs (the duplicate included); the defective ones are not ok.
+    assert_eq!(v["sessions"], 27);
+    assert_eq!(v["ok"], 27 - 5);
+    assert_eq!(v["problems"].as_array().unwrap().len(), 5 + 1 + 2);
+    assert_eq!(before, store.hashes(), "verify modified the store");
+
+    // Human output names the kind and the path of each problem.
+    let h = run(["verify", "--store", root.to_str().unwrap()]);
+    assert_eq!(h.code, 4);
+    assert!(
+        h.stdout
+            .starts_with("checked 27 session(s) in jsonl (zstd) store"),
+        "{}",
+        h.stdout
+    );
+    for needle in [
+        "\"conv-basic\" [corruption]".to_string(),
+        format!("  - [orphan_temp]: \"{}\"", temp.display()),
+        format!(
+            "[misplaced_artifact]: session artifact \"{}\"",
+            moved_log.display()
+        ),
+    ] {
+        assert!(h.stdout.contains(&needle), "{needle} in\n{}", h.stdout);
+    }
+    assert_eq!(before, store.hashes());
+}
+
+#[test]
+fn sqlite_rows_list_cannot_read_and_events_without_a_session_are_named() {
+    let store = FixtureStore::new("sqlite-corpus");
+    {
+        let conn = rusqlite::Connection::open(&store.path).unwrap();
+        conn.execute_batch(
+            "PRAGMA foreign_keys = OFF;
+             INSERT INTO events (session_id, seq, type, time, data)
+               VALUES ('ghost', 0, 'turn/start', 1, '{\"turn\":1}'),
+                      ('ghost', 1, 'turn/end', 2, '{\"turn\":1}');
+             UPDATE sessions SET created_at = -5 WHERE id = 'plan-mode';",
+        )
+        .unwrap();
+    }
+    // list refuses the whole store for one bad row; verify goes on.
+    assert_ne!(store.json("list", &[]).code, 0);
+    let before = store.hashes();
+    let r = store.json("verify", &[]);
+    assert_eq!(r.code, 4, "{}", r.stdout);
+    let v = r.json();
+    let p = problem(&v, "corruption", Some("plan-mode"));
+    assert!(
+        p["message"].as_str().unwrap().contains("created_at -5"),
+        "{p}"
+    );
+    assert_eq!(p["path"].as_str().unwrap(), store.path.to_str().unwrap());
+    let p = problem(&v, "orphan_events", Some("ghost"));
+    assert!(
+        p["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 events row(s) (seq 0 to 1)"),
+        "{p}"
+    );
+    let listed = expected("sqlite-corpus")["list"]["ok"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(v["sessions"], listed + 1);
+    // The other sessions were still checked: only the torn ones fail.
+    let others: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["id"] != "plan-mode" && p["id"] != "ghost")
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert!(others.iter().all(|k| *k == "torn_tail"), "{v:#}");
+    assert_eq!(v["ok"], listed + 1 - 2 - others.len());
+    assert_eq!(before, store.hashes(), "verify modified the database");
 }

@@ -8,6 +8,7 @@
 
 pub mod jsonl;
 pub mod parallel;
+pub mod scan;
 pub mod sqlite;
 
 use crate::error::Result;

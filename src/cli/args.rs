@@ -1,17 +1,28 @@
-//! The command line (SPEC §9): subcommands, store selection, `--json`.
+//! The command line (SPEC §9): subcommands, store selection, `--json`,
+//! `--quiet`.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueHint};
 
 /// Reads, checks, converts and benchmarks DeepSeek Harness session stores
 /// (JSONL+zstd, raw JSONL or SQLite).
 #[derive(Parser, Debug)]
-#[command(name = "dsh-persist", version, about, long_about = None)]
+#[command(
+    name = "dsh-persist",
+    version,
+    disable_help_subcommand = true,
+    after_help = "Exit codes: 0 ok, 2 usage, 3 not found, 4 corruption, 5 format unsupported, 1 anything else."
+)]
 pub struct Cli {
     /// Print JSON on stdout; errors go to stderr as {"error":{"kind","message"}}.
     #[arg(long, global = true)]
     pub json: bool,
+
+    /// Draw no progress on stderr (progress is drawn only when stderr is a
+    /// terminal).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
 
     #[command(flatten)]
     pub store: StoreArgs,
@@ -20,20 +31,25 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Which store to open: exactly one of the three flags, before or after the
-/// subcommand (`dsh-persist --jsonl ROOT list` = `dsh-persist list --jsonl
-/// ROOT`). Checked when the command runs: every subcommand but `bench` needs
-/// one.
+/// Which store to open: `--store` (the kind is detected) or one of the
+/// three explicit flags, before or after the subcommand (`dsh-persist
+/// --store ROOT list` = `dsh-persist list --store ROOT`). Checked when the
+/// command runs: every subcommand that reads a store needs exactly one.
 #[derive(Args, Debug, Clone, Default)]
 pub struct StoreArgs {
-    /// A JSONL root whose logs are zstd-compressed (`session.jsonl.zst`).
-    #[arg(long, value_name = "ROOT", global = true)]
+    /// The store, its kind detected: a JSONL root of zstd logs
+    /// (`session.jsonl.zstd`) or of raw logs (`session.jsonl`), a SQLite
+    /// session database, or a `postgres://` URL.
+    #[arg(short, long, value_name = "PATH", global = true, value_hint = ValueHint::AnyPath)]
+    pub store: Option<PathBuf>,
+    /// A JSONL root whose logs are zstd-compressed (`session.jsonl.zstd`).
+    #[arg(long, value_name = "ROOT", global = true, value_hint = ValueHint::DirPath)]
     pub jsonl: Option<PathBuf>,
     /// A JSONL root with uncompressed logs (`session.jsonl`).
-    #[arg(long = "jsonl-raw", value_name = "ROOT", global = true)]
+    #[arg(long = "jsonl-raw", value_name = "ROOT", global = true, value_hint = ValueHint::DirPath)]
     pub jsonl_raw: Option<PathBuf>,
     /// A SQLite session database (schema 17).
-    #[arg(long, value_name = "FILE", global = true)]
+    #[arg(long, value_name = "FILE", global = true, value_hint = ValueHint::FilePath)]
     pub sqlite: Option<PathBuf>,
 }
 
@@ -41,6 +57,7 @@ impl StoreArgs {
     /// How many store flags were given.
     pub fn count(&self) -> usize {
         [
+            self.store.is_some(),
             self.jsonl.is_some(),
             self.jsonl_raw.is_some(),
             self.sqlite.is_some(),
@@ -51,18 +68,22 @@ impl StoreArgs {
     }
 }
 
-/// Where `convert` writes: exactly one of the three flags.
+/// Where `convert` writes: exactly one of the four flags.
 #[derive(Args, Debug, Clone)]
 #[group(id = "target", required = true, multiple = false)]
 pub struct TargetArgs {
+    /// Convert into an existing store, its kind detected (a new store needs
+    /// one of the flags below).
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::AnyPath)]
+    pub to: Option<PathBuf>,
     /// Convert into a JSONL root with zstd-compressed logs.
-    #[arg(long = "to-jsonl", value_name = "ROOT")]
+    #[arg(long = "to-jsonl", value_name = "ROOT", value_hint = ValueHint::DirPath)]
     pub to_jsonl: Option<PathBuf>,
     /// Convert into a JSONL root with uncompressed logs.
-    #[arg(long = "to-jsonl-raw", value_name = "ROOT")]
+    #[arg(long = "to-jsonl-raw", value_name = "ROOT", value_hint = ValueHint::DirPath)]
     pub to_jsonl_raw: Option<PathBuf>,
     /// Convert into a SQLite database (created if missing).
-    #[arg(long = "to-sqlite", value_name = "FILE")]
+    #[arg(long = "to-sqlite", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub to_sqlite: Option<PathBuf>,
 }
 
@@ -94,6 +115,9 @@ pub struct BenchArgs {
     pub small_sessions: Option<usize>,
 }
 
+/// `completions`' shells.
+pub use clap_complete::Shell;
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// List the stored sessions (id, created, cwd, parent, seed length).
@@ -103,24 +127,35 @@ pub enum Command {
     /// Load a session: commits its crash repair (torn tail, closers) and
     /// prints the balanced log. Use `inspect` to leave the store untouched.
     Load {
-        /// Session id.
+        /// Session id (as `list` shows it).
         id: String,
     },
     /// Print the balanced log of a session without writing anything.
-    Inspect { id: String },
+    Inspect {
+        /// Session id (as `list` shows it).
+        id: String,
+    },
     /// Print the stored events with seq >= SEQ (no repair, no closers).
     ReadFrom {
+        /// Session id (as `list` shows it).
         id: String,
         /// First seq to return.
         #[arg(allow_negative_numbers = true)]
         seq: i64,
     },
     /// Print the decoded log file of a JSONL session, exactly as written.
-    Raw { id: String },
+    Raw {
+        /// Session id (as `list` shows it).
+        id: String,
+    },
     /// Print a readable transcript: turns, messages, tool calls and results
     /// (read-only).
-    Cat { id: String },
-    /// Check every session of a store; modifies nothing. Exit 4 on corruption.
+    Cat {
+        /// Session id (as `list` shows it).
+        id: String,
+    },
+    /// Check every session and file of a store (the whole physical layout,
+    /// not only what `list` shows); modifies nothing. Exit 4 on corruption.
     Verify,
     /// Copy every session into another store, logical logs byte for byte.
     Convert {
@@ -129,7 +164,37 @@ pub enum Command {
     },
     /// Run the benchmark of SPEC §10 (use a release build).
     Bench(BenchArgs),
-    /// (bench internal) Load a session and print this process's peak RSS.
-    #[command(hide = true)]
-    RssProbe { id: String },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell to complete for.
+        shell: Shell,
+    },
+    /// Print the man page (roff), or write one page per subcommand.
+    Man {
+        /// Write `dsh-persist.1` and a `dsh-persist-<command>.1` page per
+        /// subcommand into this directory instead.
+        #[arg(long = "out-dir", value_name = "DIR", value_hint = ValueHint::DirPath)]
+        out_dir: Option<PathBuf>,
+    },
+    /// Print the help of dsh-persist or of a subcommand.
+    Help {
+        /// The subcommand (none: the tool itself).
+        command: Vec<String>,
+    },
 }
+
+/// The benchmark's internal probe, `dsh-persist rss-probe STORE ID`: a
+/// process that only opens the store and loads one session, then prints
+/// its peak RSS. Parsed apart from [`Cli`] so it is in no help, completion
+/// or man page.
+#[derive(Parser, Debug)]
+#[command(name = "dsh-persist rss-probe")]
+pub struct RssProbeCli {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Session id.
+    pub id: String,
+}
+
+/// The first argument that selects [`RssProbeCli`].
+pub const RSS_PROBE: &str = "rss-probe";

@@ -31,7 +31,8 @@ use dsh_persist::model::json::{self, quote};
 use dsh_persist::store::{AppendOptions, BackendConfig, Store, StoreConfig};
 
 use super::args::{BenchArgs, StoreArgs};
-use super::output::{Outcome, Progress, jstr, print_out, table};
+use super::output::{Outcome, jstr, print_out, table};
+use super::progress::Progress;
 
 /// Events per append call.
 pub const BATCH: usize = 50;
@@ -153,11 +154,7 @@ impl Kind {
     }
 
     fn store_args(self, dir: &Path) -> StoreArgs {
-        let mut a = StoreArgs {
-            jsonl: None,
-            jsonl_raw: None,
-            sqlite: None,
-        };
+        let mut a = StoreArgs::default();
         match self {
             Kind::JsonlZstd | Kind::Live => a.jsonl = Some(dir.to_path_buf()),
             Kind::JsonlNone => a.jsonl_raw = Some(dir.to_path_buf()),
@@ -246,7 +243,11 @@ fn measure(
     let calls = n.div_ceil(BATCH);
 
     // append
-    progress.update(&format!("bench: {} append", kind.name()));
+    progress.phase(
+        || format!("bench: {} append", kind.name()),
+        || format!("{calls} durable calls of {BATCH} events"),
+        calls as u64,
+    );
     let store = Store::open(kind.config(&dir))?;
     let t = Instant::now();
     if kind == Kind::Live {
@@ -255,6 +256,7 @@ fn measure(
             live.append(e.type_str(), e.data.as_str(), &live_options(e)?)?;
             if (i + 1) % BATCH == 0 {
                 live.flush()?;
+                progress.inc(1);
             }
         }
         live.flush()?;
@@ -263,6 +265,7 @@ fn measure(
         store.create(bench_header(BENCH_ID))?;
         for chunk in w.events.chunks(BATCH) {
             store.append(BENCH_ID, chunk.to_vec())?;
+            progress.inc(1);
         }
     }
     let append_ms = ms(t);
@@ -285,8 +288,12 @@ fn measure(
     // cold load / inspect
     let mut load_runs = Vec::new();
     let mut inspect_runs = Vec::new();
+    progress.phase(
+        || format!("bench: {} cold load + inspect", kind.name()),
+        || format!("best of {RUNS}"),
+        RUNS as u64,
+    );
     for _ in 0..RUNS {
-        progress.update(&format!("bench: {} cold load", kind.name()));
         let store = Store::open(kind.config(&dir))?;
         let t = Instant::now();
         let view = store.load(BENCH_ID)?;
@@ -294,12 +301,12 @@ fn measure(
         check_count(view.events.len(), n, "load")?;
         drop(view);
         drop(store);
-        progress.update(&format!("bench: {} cold inspect", kind.name()));
         let store = Store::open(kind.config(&dir))?;
         let t = Instant::now();
         let view = store.inspect(BENCH_ID)?;
         inspect_runs.push(ms(t));
         check_count(view.events.len(), n, "inspect")?;
+        progress.inc(1);
     }
     let load_best = best(&load_runs);
     let inspect_best = best(&inspect_runs);
@@ -329,7 +336,11 @@ fn measure(
     );
 
     // read_from(n - 100) after a load
-    progress.update(&format!("bench: {} read_from", kind.name()));
+    progress.phase(
+        || format!("bench: {} read_from", kind.name()),
+        || format!("the last 100 events, best of {RUNS}"),
+        RUNS as u64,
+    );
     let store = Store::open(kind.config(&dir))?;
     store.load(BENCH_ID)?;
     let mut rf_runs = Vec::new();
@@ -338,6 +349,7 @@ fn measure(
         let view = store.read_from(BENCH_ID, (n - 100) as i64)?;
         rf_runs.push(ms(t));
         check_count(view.events.len(), 100, "read_from(n - 100)")?;
+        progress.inc(1);
     }
     drop(store);
     let rf_best = best(&rf_runs);
@@ -354,7 +366,11 @@ fn measure(
 
     // small sessions
     if kind != Kind::Live && small > 0 {
-        progress.update(&format!("bench: {} small sessions", kind.name()));
+        progress.phase(
+            || format!("bench: {} small sessions", kind.name()),
+            || format!("{small} sessions of 5 events, then a cold list"),
+            small as u64 + RUNS as u64,
+        );
         let sdir = out_dir.join(format!("{}-small", kind.name()));
         make_dir(&sdir)?;
         let five: Vec<Event> = w.events[..5].to_vec();
@@ -364,6 +380,7 @@ fn measure(
             let id = format!("small-{i:04}");
             store.create(bench_header(&id))?;
             store.append(&id, five.clone())?;
+            progress.inc(1);
         }
         let wall = ms(t);
         store.close()?;
@@ -377,6 +394,7 @@ fn measure(
             // Timed: producing the list; freeing it is the caller's business.
             list_runs.push(ms(t));
             listed = headers.len();
+            progress.inc(1);
         }
         check_count(listed, small, "list")?;
         let per = wall / small as f64;
@@ -459,7 +477,7 @@ fn rss_probe(kind: Kind, dir: &Path) -> Result<Option<f64>, Error> {
         .map(|k| k / 1024.0))
 }
 
-/// The hidden `rss-probe` subcommand: open, load, report `VmHWM`.
+/// The internal `rss-probe` command: open, load, report `VmHWM`.
 pub fn rss_probe_main(store: &Store, id: &str) -> Result<Outcome, Error> {
     let view = store.load(id)?;
     let events = view.events.len();
@@ -691,10 +709,11 @@ impl Drop for Scratch {
 
 /// Runs the bench and prints the report.
 pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
-    let progress = Progress::new();
     let workload_path = args.workload.clone().unwrap_or_else(default_workload);
-    progress.update("bench: reading the workload");
+    let reading = Progress::spinner("bench", "reading the workload");
     let w = load_workload(&workload_path, args.limit_events)?;
+    reading.finish();
+    let progress = Progress::still_bar("bench", 0);
     let small = args.small_sessions.unwrap_or(1000);
     let base = args.out_dir.clone().unwrap_or_else(std::env::temp_dir);
     let scratch = Scratch {
@@ -709,7 +728,7 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
     for kind in Kind::ALL {
         results.push((kind, measure(kind, &w, &scratch.path, small, &progress)?));
     }
-    progress.done();
+    progress.finish();
     let peak = peak_rss_kib().map(|k| k as f64 / 1024.0);
     let refs = read_refs(
         &args

@@ -31,32 +31,32 @@ use dsh_persist::model::json::quote;
 use dsh_persist::store::{SessionView, Store};
 
 use super::args::{StoreArgs, TargetArgs};
-use super::output::{Outcome, Progress, print_out};
-use super::stores::{Selection, open_existing};
+use super::output::{Outcome, print_out};
+use super::progress::Progress;
+use super::stores::Selection;
 
 /// Runs `convert` and prints `{converted: N}`.
 pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Outcome, Error> {
-    let progress = Progress::new();
-    let src = open_existing(source)?;
-    let target_sel = Selection::from_target_args(target);
-    let src_sel = Selection::from_store_args(source);
+    let src_sel = Selection::from_store_args(source)?;
+    src_sel.check_exists()?;
+    let target_sel = Selection::from_target_args(target)?;
     if same_path(src_sel.path(), target_sel.path()) {
         return Err(Error::invalid(format!(
             "convert target {} is the source store",
             quote(&target_sel.path().display().to_string())
         )));
     }
+    let listing = Progress::spinner("convert", "listing the source sessions");
+    let src = src_sel.open()?;
     let mut headers = src.list()?;
+    listing.finish();
     headers.sort_by(|a, b| a.id.cmp(&b.id));
+    let total = headers.len() as u64;
 
     // 1. Read every session once and check the target for existing ids.
-    for (i, h) in headers.iter().enumerate() {
-        progress.update(&format!(
-            "convert: checking {}/{} {}",
-            i + 1,
-            headers.len(),
-            h.id
-        ));
+    let progress = Progress::bar("convert: checking", total);
+    for h in &headers {
+        progress.message(|| h.id.clone());
         let view = src
             .inspect(&h.id)
             .map_err(|e| e.context(&format!("cannot convert session {}", quote(&h.id))))?;
@@ -66,8 +66,9 @@ pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Ou
                 quote(&h.id)
             )));
         }
+        progress.inc(1);
     }
-    let target_keeps_key_order = !matches!(target_sel, Selection::Sqlite(_));
+    let target_keeps_key_order = target_sel.keeps_key_order();
     let dst = target_sel.open()?;
     let existing: HashSet<String> = dst.list()?.into_iter().map(|h| h.id).collect();
     let clashes: Vec<String> = headers
@@ -76,7 +77,6 @@ pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Ou
         .map(|h| quote(&h.id))
         .collect();
     if !clashes.is_empty() {
-        progress.done();
         return Err(Error::conflict(format!(
             "convert refuses to overwrite: the target already holds session(s) {}; nothing was written",
             clashes.join(", ")
@@ -84,27 +84,25 @@ pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Ou
     }
 
     // 2 + 3. Copy, then read the copy back and compare.
-    for (i, h) in headers.iter().enumerate() {
-        progress.update(&format!(
-            "convert: copying {}/{} {}",
-            i + 1,
-            headers.len(),
-            h.id
-        ));
+    progress.phase(|| "convert: copying".to_string(), String::new, total);
+    for h in &headers {
+        progress.message(|| h.id.clone());
         let view = src.inspect(&h.id)?;
         copy_session(&dst, &view)?;
         let copy = dst.inspect(&h.id)?;
         compare(&view, &copy, target_keeps_key_order)?;
+        progress.inc(1);
     }
     dst.close()?;
     src.close()?;
-    progress.done();
+    progress.finish();
     if json {
         print_out(&format!("{{\"converted\":{}}}", headers.len()));
     } else {
         print_out(&format!(
-            "converted {} session(s) into {}; every copy verified byte for byte",
+            "converted {} session(s) into {} store {}; every copy verified byte for byte",
             headers.len(),
+            target_sel.kind_name(),
             target_sel.path().display()
         ));
     }

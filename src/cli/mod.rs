@@ -1,14 +1,18 @@
 //! The `dsh-persist` command-line tool (SPEC §9, §10).
 //!
 //! One module per subcommand group: [`args`] (the command line), [`output`]
-//! (JSON/human printing, tables, errors, exit codes), [`stores`] (opening the
-//! selected store), [`read`] (list, snapshots, load, inspect, read-from,
-//! raw), [`transcript`] (`cat`), [`verify`], [`convert`] and [`bench`].
+//! (JSON/human printing, tables, errors, exit codes), [`progress`] (progress
+//! on a terminal), [`stores`] (store detection, opening the selected store),
+//! [`read`] (list, snapshots, load, inspect, read-from, raw), [`transcript`]
+//! (`cat`), [`verify`], [`convert`], [`bench`] and [`docs`] (help, shell
+//! completions, man pages).
 
 mod args;
 mod bench;
 mod convert;
+mod docs;
 mod output;
+mod progress;
 mod read;
 mod stores;
 mod transcript;
@@ -24,14 +28,33 @@ use output::Outcome;
 /// Runs the tool and returns the process exit code.
 pub fn main() -> i32 {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == args::RSS_PROBE) {
+        return rss_probe(&argv[1..]);
+    }
     let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
         Err(e) => return usage_error(e, &argv),
     };
     let json = cli.json;
+    progress::set_quiet(cli.quiet);
     match run(cli) {
         Ok(outcome) => outcome.code,
         Err(e) => output::report_error(&e, json),
+    }
+}
+
+/// The benchmark's internal `rss-probe` (see [`args::RssProbeCli`]).
+fn rss_probe(argv: &[std::ffi::OsString]) -> i32 {
+    let cli = match args::RssProbeCli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e, argv),
+    };
+    progress::set_quiet(true);
+    match with_store(&cli.store, "", String::new(), |s| {
+        bench::rss_probe_main(s, &cli.id)
+    }) {
+        Ok(outcome) => outcome.code,
+        Err(e) => output::report_error(&e, false),
     }
 }
 
@@ -67,44 +90,70 @@ fn run(cli: Cli) -> Result<Outcome, Error> {
     let json = cli.json;
     let store = cli.store;
     let given = store.count();
-    if let Command::Bench(args) = &cli.command {
-        if given > 0 {
-            return Err(Error::invalid(
-                "bench makes its own stores; it takes no --jsonl, --jsonl-raw or --sqlite",
-            ));
+    let storeless = match &cli.command {
+        Command::Bench(_) => Some("bench makes its own stores"),
+        Command::Completions { .. } | Command::Man { .. } | Command::Help { .. } => {
+            Some("this command reads no store")
         }
-        return bench::bench(args, json);
-    }
-    if given != 1 {
+        _ => None,
+    };
+    if let Some(why) = storeless {
+        if given > 0 {
+            return Err(Error::invalid(format!(
+                "{why}; it takes no --store, --jsonl, --jsonl-raw or --sqlite"
+            )));
+        }
+    } else if given != 1 {
         return Err(Error::invalid(format!(
-            "give exactly one store: --jsonl ROOT, --jsonl-raw ROOT or --sqlite FILE ({given} given)"
+            "give exactly one store: --store PATH (its kind detected), --jsonl ROOT, --jsonl-raw ROOT or --sqlite FILE ({given} given)"
         )));
     }
     match cli.command {
-        Command::List => with_store(&store, |s| read::list(s, json)),
-        Command::Snapshots => with_store(&store, |s| read::snapshots(s, json)),
-        Command::Load { id } => with_store(&store, |s| read::load(s, &id, json)),
-        Command::Inspect { id } => with_store(&store, |s| read::inspect(s, &id, json)),
-        Command::ReadFrom { id, seq } => with_store(&store, |s| read::read_from(s, &id, seq, json)),
-        Command::Raw { id } => with_store(&store, |s| read::raw(s, &id, json)),
-        Command::Cat { id } => with_store(&store, |s| transcript::cat(s, &id, json)),
+        Command::List => with_store(&store, "list", "listing the sessions".into(), |s| {
+            read::list(s, json)
+        }),
+        Command::Snapshots => with_store(&store, "snapshots", "listing the sessions".into(), |s| {
+            read::snapshots(s, json)
+        }),
+        Command::Load { id } => {
+            with_store(&store, "load", reading(&id), |s| read::load(s, &id, json))
+        }
+        Command::Inspect { id } => with_store(&store, "inspect", reading(&id), |s| {
+            read::inspect(s, &id, json)
+        }),
+        Command::ReadFrom { id, seq } => with_store(&store, "read-from", reading(&id), |s| {
+            read::read_from(s, &id, seq, json)
+        }),
+        Command::Raw { id } => with_store(&store, "raw", reading(&id), |s| read::raw(s, &id, json)),
+        Command::Cat { id } => with_store(&store, "cat", reading(&id), |s| {
+            transcript::cat(s, &id, json)
+        }),
         Command::Verify => verify::verify(&store, json),
         Command::Convert { target } => convert::convert(&store, &target, json),
-        Command::RssProbe { id } => with_store(&store, |s| bench::rss_probe_main(s, &id)),
-        Command::Bench(_) => unreachable!("handled above"),
+        Command::Bench(args) => bench::bench(&args, json),
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man { out_dir } => docs::man(out_dir.as_deref()),
+        Command::Help { command } => docs::help(&command),
     }
 }
 
-/// Opens the existing store, runs `f`, and closes the store (so SQLite
-/// removes its `-wal`/`-shm` files and a reading command leaves the store as
-/// it found it).
-fn with_store<F>(args: &args::StoreArgs, f: F) -> Result<Outcome, Error>
+fn reading(id: &str) -> String {
+    format!("reading session {}", dsh_persist::model::json::quote(id))
+}
+
+/// Opens the existing store, runs `f` with a spinner on a terminal (one
+/// large log can take seconds), and closes the store (so SQLite removes its
+/// `-wal`/`-shm` files and a reading command leaves the store as it found
+/// it).
+fn with_store<F>(args: &args::StoreArgs, what: &str, doing: String, f: F) -> Result<Outcome, Error>
 where
     F: FnOnce(&dsh_persist::store::Store) -> Result<Outcome, Error>,
 {
+    let spinner = progress::Progress::spinner(what, &doing);
     let store = stores::open_existing(args)?;
     let result = f(&store);
     let closed = store.close();
+    spinner.finish();
     let outcome = result?;
     closed?;
     Ok(outcome)

@@ -1,8 +1,7 @@
 //! Printing: JSON on stdout, errors on stderr, exit codes (SPEC §9), aligned
-//! tables and ISO times for human output, and progress lines that appear only
-//! on a terminal.
+//! tables and ISO times for human output (progress is [`super::progress`]).
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use dsh_persist::model::json;
 use dsh_persist::{Error, ErrorKind};
@@ -43,6 +42,7 @@ pub fn exit_code(kind: ErrorKind) -> i32 {
 /// Prints `e` on stderr (one JSON object with `--json`, else a line) and
 /// returns its exit code.
 pub fn report_error(e: &Error, as_json: bool) -> i32 {
+    super::progress::clear_all();
     if as_json {
         print_error_json(e.kind().as_str(), &e.to_string());
     } else {
@@ -64,6 +64,7 @@ pub fn print_error_json(kind: &str, message: &str) {
 /// Writes `text` and a newline to stdout. A closed pipe (`| head`) is not
 /// an error worth a message.
 pub fn print_out(text: &str) {
+    super::progress::clear_all();
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     if !text.ends_with('\n') {
@@ -168,35 +169,6 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
         line(&mut row.iter().map(String::as_str));
     }
     out
-}
-
-/// Progress lines on stderr, shown only when stderr is a terminal.
-pub struct Progress {
-    enabled: bool,
-}
-
-impl Progress {
-    pub fn new() -> Progress {
-        Progress {
-            enabled: std::io::stderr().is_terminal(),
-        }
-    }
-
-    /// Overwrites the current progress line.
-    pub fn update(&self, text: &str) {
-        if self.enabled {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K{text}");
-            let _ = err.flush();
-        }
-    }
-
-    /// Clears the progress line.
-    pub fn done(&self) {
-        if self.enabled {
-            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
-        }
-    }
 }
 
 #[cfg(test)]

@@ -103,6 +103,7 @@ pub fn raw(store: &Store, id: &str, json: bool) -> Result<Outcome, Error> {
         ));
     } else {
         use std::io::Write;
+        super::progress::clear_all();
         let _ = std::io::stdout().lock().write_all(art.content.as_bytes());
     }
     Ok(Outcome::ok())

@@ -1,52 +1,200 @@
-//! Opening the store a command line selects (`--jsonl`, `--jsonl-raw`,
-//! `--sqlite`).
+//! Opening the store a command line selects: `--store PATH` (the kind is
+//! detected by looking) or an explicit `--jsonl`, `--jsonl-raw`, `--sqlite`.
+//!
+//! Detection ([`detect`]) reads names and file headers only, never writes:
+//!
+//! - `postgres://…` / `postgresql://…`: a PostgreSQL URL;
+//! - a directory: a JSONL root; its encoding is the one its logs (or flat
+//!   files) use, found by name. Logs of both encodings are an error (a
+//!   root holds one); a directory with no log is read as an empty zstd
+//!   root when it is empty or holds only project directories, and is an
+//!   error when it holds anything else (it is probably not a store);
+//! - a file: a SQLite session database, told by its 16-byte header and its
+//!   `application_id` (1146308688); any other file is an error.
+//!
+//! A writing target (`convert --to`) must already be a store of a known
+//! kind: a new or empty one needs an explicit `--to-jsonl`,
+//! `--to-jsonl-raw` or `--to-sqlite`.
 //!
 //! Reading commands never create anything: a missing root or database is
-//! "not found" (exit 3) instead of the empty store the backends would create.
+//! "not found" (exit 3) instead of the empty store the backends would
+//! create.
 
 use std::path::{Path, PathBuf};
 
 use dsh_persist::Error;
+use dsh_persist::backend::jsonl::scan::detect_encodings;
 use dsh_persist::backend::jsonl::{Compression, JsonlConfig};
 use dsh_persist::backend::sqlite::SqliteConfig;
+use dsh_persist::backend::sqlite::scan::{Probe, probe_file};
 use dsh_persist::model::json::quote;
 use dsh_persist::store::{BackendConfig, Store, StoreConfig};
 
 use super::args::{StoreArgs, TargetArgs};
 
-/// A store selection, resolved from flags.
+/// The URL schemes of a PostgreSQL store.
+const POSTGRES_SCHEMES: [&str; 2] = ["postgres://", "postgresql://"];
+
+/// A store selection, resolved from flags or detected.
 #[derive(Clone, Debug)]
 pub enum Selection {
     /// A JSONL root and its compression.
     Jsonl(PathBuf, Compression),
     /// A SQLite database file.
     Sqlite(PathBuf),
+    /// A PostgreSQL URL (no backend in this build yet).
+    Postgres(String),
+}
+
+/// What the selected store is used for: detection is stricter for a
+/// store that will be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    Read,
+    Write,
+}
+
+fn shown(p: &Path) -> String {
+    quote(&p.display().to_string())
+}
+
+/// The kind of the store at `path` (see the module docs).
+pub fn detect(path: &Path, purpose: Purpose) -> Result<Selection, Error> {
+    if let Some(url) = path.to_str() {
+        if POSTGRES_SCHEMES.iter().any(|s| url.starts_with(s)) {
+            return Ok(Selection::Postgres(url.to_string()));
+        }
+    }
+    let explicit = match purpose {
+        Purpose::Read => "--jsonl ROOT, --jsonl-raw ROOT or --sqlite FILE",
+        Purpose::Write => "--to-jsonl ROOT, --to-jsonl-raw ROOT or --to-sqlite FILE",
+    };
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(match purpose {
+                Purpose::Read => Error::not_found(format!("store {} does not exist", shown(path))),
+                Purpose::Write => Error::invalid(format!(
+                    "store {} does not exist, so its kind cannot be detected; to create it, give {explicit}",
+                    shown(path)
+                )),
+            });
+        }
+        Err(e) => {
+            return Err(Error::io(
+                format!("cannot inspect store {}", shown(path)),
+                e,
+            ));
+        }
+    };
+    if meta.is_dir() {
+        return detect_root(path, purpose, explicit);
+    }
+    if !meta.is_file() {
+        return Err(Error::invalid(format!(
+            "store {} is neither a directory (a JSONL root) nor a file (a SQLite database)",
+            shown(path)
+        )));
+    }
+    match probe_file(path)? {
+        p if p.is_session_database() => Ok(Selection::Sqlite(path.to_path_buf())),
+        Probe::Sqlite { application_id } => Err(Error::invalid(format!(
+            "{} is a SQLite database but not a session database (application_id {application_id}, a session database has {}); give --sqlite FILE to open it anyway",
+            shown(path),
+            dsh_persist::backend::sqlite::schema::APPLICATION_ID
+        ))),
+        Probe::Empty => Err(Error::invalid(format!(
+            "{} is an empty file, so its kind cannot be detected; give --sqlite FILE to use it as a new session database",
+            shown(path)
+        ))),
+        Probe::NotSqlite => Err(Error::invalid(format!(
+            "{} is not a session store: a file store is a SQLite database (this file has no SQLite header) and a JSONL store is a directory",
+            shown(path)
+        ))),
+    }
+}
+
+fn detect_root(root: &Path, purpose: Purpose, explicit: &str) -> Result<Selection, Error> {
+    let found = detect_encodings(root)?;
+    match (&found.zstd, &found.none) {
+        (Some(z), Some(n)) => Err(Error::invalid(format!(
+            "JSONL root {} mixes both encodings ({} is zstd-compressed, {} is not), but a root holds one: give --jsonl or --jsonl-raw to read the sessions of one encoding (verify names the others), or move one set into another root",
+            shown(root),
+            shown(z),
+            shown(n)
+        ))),
+        (Some(_), None) => Ok(Selection::Jsonl(root.to_path_buf(), Compression::Zstd)),
+        (None, Some(_)) => Ok(Selection::Jsonl(root.to_path_buf(), Compression::None)),
+        (None, None) => {
+            if let Some(foreign) = &found.foreign {
+                return Err(Error::invalid(format!(
+                    "{} does not look like a session store: it holds no session log and {} is not a project directory; give {explicit} to open it anyway",
+                    shown(root),
+                    shown(foreign)
+                )));
+            }
+            match purpose {
+                // An empty root lists the same in either encoding.
+                Purpose::Read => Ok(Selection::Jsonl(root.to_path_buf(), Compression::Zstd)),
+                Purpose::Write => Err(Error::invalid(format!(
+                    "JSONL root {} holds no session log yet, so its encoding cannot be detected; give {explicit}",
+                    shown(root)
+                ))),
+            }
+        }
+    }
 }
 
 impl Selection {
-    pub fn from_store_args(a: &StoreArgs) -> Selection {
-        match (&a.jsonl, &a.jsonl_raw, &a.sqlite) {
-            (Some(r), _, _) => Selection::Jsonl(r.clone(), Compression::Zstd),
-            (_, Some(r), _) => Selection::Jsonl(r.clone(), Compression::None),
-            (_, _, Some(f)) => Selection::Sqlite(f.clone()),
-            // clap's required group guarantees one flag.
-            _ => unreachable!("clap requires exactly one store flag"),
-        }
+    /// The selection of the store flags (`--store` detected for reading).
+    pub fn from_store_args(a: &StoreArgs) -> Result<Selection, Error> {
+        Ok(match (&a.store, &a.jsonl, &a.jsonl_raw, &a.sqlite) {
+            (Some(p), _, _, _) => detect(p, Purpose::Read)?,
+            (_, Some(r), _, _) => Selection::Jsonl(r.clone(), Compression::Zstd),
+            (_, _, Some(r), _) => Selection::Jsonl(r.clone(), Compression::None),
+            (_, _, _, Some(f)) => Selection::Sqlite(f.clone()),
+            _ => {
+                return Err(Error::invalid(
+                    "give a store: --store PATH, --jsonl ROOT, --jsonl-raw ROOT or --sqlite FILE",
+                ));
+            }
+        })
     }
 
-    pub fn from_target_args(a: &TargetArgs) -> Selection {
-        match (&a.to_jsonl, &a.to_jsonl_raw, &a.to_sqlite) {
-            (Some(r), _, _) => Selection::Jsonl(r.clone(), Compression::Zstd),
-            (_, Some(r), _) => Selection::Jsonl(r.clone(), Compression::None),
-            (_, _, Some(f)) => Selection::Sqlite(f.clone()),
+    /// The selection of `convert`'s target flags (`--to` detected for
+    /// writing).
+    pub fn from_target_args(a: &TargetArgs) -> Result<Selection, Error> {
+        Ok(match (&a.to, &a.to_jsonl, &a.to_jsonl_raw, &a.to_sqlite) {
+            (Some(p), _, _, _) => detect(p, Purpose::Write)?,
+            (_, Some(r), _, _) => Selection::Jsonl(r.clone(), Compression::Zstd),
+            (_, _, Some(r), _) => Selection::Jsonl(r.clone(), Compression::None),
+            (_, _, _, Some(f)) => Selection::Sqlite(f.clone()),
             _ => unreachable!("clap requires exactly one target flag"),
-        }
+        })
     }
 
+    /// The path (or URL) of the store.
     pub fn path(&self) -> &Path {
         match self {
             Selection::Jsonl(p, _) | Selection::Sqlite(p) => p,
+            Selection::Postgres(url) => Path::new(url),
         }
+    }
+
+    /// The kind, as a user would name it.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Selection::Jsonl(_, Compression::Zstd) => "jsonl (zstd)",
+            Selection::Jsonl(_, Compression::None) => "jsonl (raw)",
+            Selection::Sqlite(_) => "sqlite",
+            Selection::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Whether the store keeps each event's envelope key order (JSONL
+    /// does; SQLite rebuilds events in the live order).
+    pub fn keeps_key_order(&self) -> bool {
+        matches!(self, Selection::Jsonl(..))
     }
 
     /// The store configuration: JSONL with packed chunk rows, SQLite in WAL
@@ -67,6 +215,12 @@ impl Selection {
                 })?;
                 BackendConfig::Sqlite(SqliteConfig::new(path))
             }
+            Selection::Postgres(url) => {
+                return Err(Error::Unsupported(format!(
+                    "{} is a PostgreSQL store, which is not supported by this build (it has no postgres backend)",
+                    quote(&redact_url(url))
+                )));
+            }
         };
         let mut config = StoreConfig::with_backend(backend);
         config.prepared_session_cache_size = 0;
@@ -81,7 +235,7 @@ impl Selection {
                 if !root.is_dir() {
                     return Err(Error::not_found(format!(
                         "JSONL root {} does not exist or is not a directory",
-                        quote(&root.display().to_string())
+                        shown(root)
                     )));
                 }
             }
@@ -89,10 +243,11 @@ impl Selection {
                 if !file.is_file() {
                     return Err(Error::not_found(format!(
                         "SQLite database {} does not exist or is not a file",
-                        quote(&file.display().to_string())
+                        shown(file)
                     )));
                 }
             }
+            Selection::Postgres(_) => {}
         }
         Ok(())
     }
@@ -103,9 +258,41 @@ impl Selection {
     }
 }
 
+/// A URL with its password (`user:password@`) replaced by `***`, for
+/// messages.
+fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
 /// Opens an existing store for reading.
 pub fn open_existing(a: &StoreArgs) -> Result<Store, Error> {
-    let sel = Selection::from_store_args(a);
+    let sel = Selection::from_store_args(a)?;
     sel.check_exists()?;
     sel.open()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_their_password() {
+        assert_eq!(
+            redact_url("postgres://me:secret@db:5432/x?sslmode=require"),
+            "postgres://me:***@db:5432/x?sslmode=require"
+        );
+        assert_eq!(redact_url("postgresql://db/x"), "postgresql://db/x");
+        assert_eq!(redact_url("postgres://me@db/x"), "postgres://me@db/x");
+    }
 }

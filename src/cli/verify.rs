@@ -1,30 +1,54 @@
-//! `verify`: checks every session of a store and names every defect,
-//! without modifying anything.
+//! `verify`: checks every session and every file of a store and names
+//! every defect, without modifying anything.
 //!
-//! Each listed session is inspected (read, legacy conversion, full
-//! validation, closers computed in memory only) and read from seq 0 (the
-//! stored-prefix checks), and its raw read is asked whether a torn tail is
-//! waiting for a repair. `load` is never called, so no repair is written. A
-//! failing root-level list is itself reported as a problem (`id: null`).
+//! Two passes:
+//!
+//! 1. The physical walk of the backend's read-only scan
+//!    ([`JsonlBackend::scan`], [`SqliteBackend::scan`]): every project and
+//!    session directory and every artifact of a JSONL root (each header
+//!    read with the read path's rules), every `sessions` row and every
+//!    session id present in `events` of a SQLite database. It does not go
+//!    through `list`, so a session `list` cannot show (a corrupt header
+//!    frame, a foreign version) is still checked and named.
+//! 2. Each physically sound session is inspected (read, legacy conversion,
+//!    full validation, closers computed in memory only), read from seq 0
+//!    (the stored-prefix checks), and its raw read is asked whether a torn
+//!    tail is waiting for a repair. `load` is never called, so no repair is
+//!    written; SQLite is read through the backend's one connection, so its
+//!    `-wal`/`-shm` files are gone again when verify exits.
 //!
 //! Problem kinds are the error kinds (`corruption`, `format_unsupported`,
-//! `io`, …) plus `torn_tail` (an incomplete last write that `load` would cut).
-//! Exit 4 when any problem is a corruption or a torn tail; otherwise the exit
-//! code of the first problem's kind; 0 when every session is ok.
+//! `io`, …), `torn_tail`, and the scan's own kinds (`misplaced_artifact`,
+//! `duplicate_id`, `mixed_encoding`, `flat_layout`, `orphan_events`,
+//! `orphan_temp`, `foreign_file`); see [`problem_exit_code`] for the exit
+//! code.
 
-use dsh_persist::backend::TornTail;
-use dsh_persist::store::Store;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use dsh_persist::backend::jsonl::JsonlBackend;
+use dsh_persist::backend::scan::{Finding, FindingKind, StoreScan};
+use dsh_persist::backend::sqlite::SqliteBackend;
+use dsh_persist::backend::{Backend, TornTail};
+use dsh_persist::store::{BackendConfig, Store};
 use dsh_persist::{Error, ErrorKind};
 
 use super::args::StoreArgs;
-use super::output::{EXIT_CORRUPTION, Outcome, Progress, exit_code, jstr, jstr_opt, print_out};
+use super::output::{
+    EXIT_CORRUPTION, EXIT_FORMAT_UNSUPPORTED, EXIT_OTHER, Outcome, exit_code, jstr, jstr_opt,
+    print_out,
+};
+use super::progress::Progress;
 use super::stores::Selection;
 
 /// One defect found by `verify`.
 pub struct Problem {
-    /// `None` for a store-level failure (the list itself).
+    /// The session it concerns; `None` for the store itself or a file that
+    /// belongs to no session.
     pub id: Option<String>,
     pub kind: &'static str,
+    /// The artifact, directory or database it concerns.
+    pub path: Option<PathBuf>,
     pub message: String,
 }
 
@@ -32,95 +56,207 @@ pub struct Problem {
 pub const TORN_TAIL: &str = "torn_tail";
 
 impl Problem {
-    fn from_error(id: Option<&str>, e: &Error) -> Problem {
+    fn from_error(id: Option<&str>, path: Option<&Path>, e: &Error) -> Problem {
         Problem {
             id: id.map(str::to_string),
             kind: e.kind().as_str(),
+            path: path.map(Path::to_path_buf),
             message: e.to_string(),
+        }
+    }
+
+    fn from_finding(id: Option<&str>, f: &Finding) -> Problem {
+        Problem {
+            id: id.map(str::to_string),
+            kind: f.kind.as_str(),
+            path: Some(f.path.clone()),
+            message: f.message.clone(),
         }
     }
 }
 
-/// The checks of one session; `Ok` when it is sound.
-fn check_session(store: &Store, id: &str) -> Result<(), Problem> {
-    store
-        .inspect(id)
-        .map_err(|e| Problem::from_error(Some(id), &e))?;
-    store
-        .read_from(id, 0)
-        .map_err(|e| Problem::from_error(Some(id), &e))?;
-    let log = store
-        .backend()
-        .read(id)
-        .map_err(|e| Problem::from_error(Some(id), &e))?;
-    if let Some(torn) = log.and_then(|l| l.torn) {
-        let message = match torn {
-            TornTail::Jsonl {
-                truncate_to,
-                recovered,
-            } => format!(
-                "the log ends with an incomplete write: load would cut it at byte {truncate_to} of the file{}",
-                if recovered.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        " and re-append {} record(s) recovered from the torn frame",
-                        recovered.len()
-                    )
-                }
-            ),
-            TornTail::Sqlite { from_seq } => format!(
-                "the log ends with an incomplete write: load would delete the rows from seq {from_seq} on"
-            ),
-        };
-        return Err(Problem {
-            id: Some(id.to_string()),
-            kind: TORN_TAIL,
-            message,
-        });
+/// The exit code a problem kind stands for: 4 for damaged or unreachable
+/// session data (corruption, a torn tail, a misplaced or duplicate log, a
+/// root mixing encodings, a flat-layout file, events without a session),
+/// 5 for a log this build will not interpret, 1 for debris that hides no
+/// data (an orphan temp file, a foreign file), else the error kind's code.
+pub fn problem_exit_code(kind: &str) -> i32 {
+    let corrupt = [
+        FindingKind::MisplacedArtifact,
+        FindingKind::DuplicateId,
+        FindingKind::MixedEncoding,
+        FindingKind::FlatLayout,
+        FindingKind::OrphanEvents,
+    ];
+    if kind == TORN_TAIL || corrupt.iter().any(|k| k.as_str() == kind) {
+        return EXIT_CORRUPTION;
     }
-    Ok(())
+    if [FindingKind::OrphanTemp, FindingKind::ForeignFile]
+        .iter()
+        .any(|k| k.as_str() == kind)
+    {
+        return EXIT_OTHER;
+    }
+    ALL_ERROR_KINDS
+        .into_iter()
+        .find(|k| k.as_str() == kind)
+        .map_or(EXIT_OTHER, exit_code)
+}
+
+const ALL_ERROR_KINDS: [ErrorKind; 10] = [
+    ErrorKind::InvalidArgument,
+    ErrorKind::NotFound,
+    ErrorKind::Conflict,
+    ErrorKind::Corruption,
+    ErrorKind::FormatUnsupported,
+    ErrorKind::Io,
+    ErrorKind::Busy,
+    ErrorKind::Closed,
+    ErrorKind::Invariant,
+    ErrorKind::Unsupported,
+];
+
+/// Hook for writer locks (added by a parallel change): whether a live
+/// writer holds the session at `path` (its log, or the session directory
+/// of a temp file) right now. When it does, a torn tail is its
+/// half-written batch and a temp file its creation in progress: not yet
+/// there, not damage, so neither is reported. Until stores take writer
+/// locks nothing tells a live writer, and every torn tail and temp file is
+/// reported.
+fn live_writer(_store: &Store, _id: Option<&str>, _path: &Path) -> bool {
+    false
+}
+
+/// The logical checks of one physically sound session; `Ok` when it is
+/// sound (or its torn tail belongs to a live writer).
+fn check_session(store: &Store, id: &str, path: &Path) -> Result<(), Problem> {
+    let failed = |e: Error| Problem::from_error(Some(id), Some(path), &e);
+    store.inspect(id).map_err(failed)?;
+    store.read_from(id, 0).map_err(failed)?;
+    let log = store.backend().read(id).map_err(failed)?;
+    let Some(torn) = log.and_then(|l| l.torn) else {
+        return Ok(());
+    };
+    if live_writer(store, Some(id), path) {
+        return Ok(());
+    }
+    let message = match torn {
+        TornTail::Jsonl {
+            truncate_to,
+            recovered,
+        } => format!(
+            "the log ends with an incomplete write: load would cut it at byte {truncate_to} of the file{}",
+            if recovered.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " and re-append {} record(s) recovered from the torn frame",
+                    recovered.len()
+                )
+            }
+        ),
+        TornTail::Sqlite { from_seq } => format!(
+            "the log ends with an incomplete write: load would delete the rows from seq {from_seq} on"
+        ),
+    };
+    Err(Problem {
+        id: Some(id.to_string()),
+        kind: TORN_TAIL,
+        path: Some(path.to_path_buf()),
+        message,
+    })
+}
+
+/// Opens the backend of `sel`, scans it, and wraps it in a store for the
+/// logical checks (one backend, one connection for both passes).
+fn open_scanned(sel: &Selection) -> Result<(Store, StoreScan), Error> {
+    let config = sel.config()?;
+    let (backend, scan): (Arc<dyn Backend>, StoreScan) = match &config.backend {
+        BackendConfig::Jsonl(c) => {
+            let b = JsonlBackend::open(c.clone())?;
+            let scan = b.scan()?;
+            (Arc::new(b), scan)
+        }
+        BackendConfig::Sqlite(c) => {
+            let b = SqliteBackend::open(c)?;
+            let scan = match b.scan() {
+                Ok(scan) => scan,
+                Err(e) => {
+                    let _ = b.close();
+                    return Err(e);
+                }
+            };
+            (Arc::new(b), scan)
+        }
+    };
+    Ok((Store::with_backend(backend, config, None), scan))
 }
 
 /// Runs `verify` and prints `{sessions, ok, problems}`. A store that does
 /// not exist is an error (exit 3); one that exists but cannot be opened or
-/// listed is reported as a problem with `id: null`.
+/// scanned is reported as a problem with `id: null`.
 pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
-    let sel = Selection::from_store_args(args);
+    let sel = Selection::from_store_args(args)?;
     sel.check_exists()?;
-    let progress = Progress::new();
+    // A kind this build cannot open is an error, not a finding.
+    sel.config()?;
     let mut problems = Vec::new();
     let mut sessions = 0usize;
     let mut ok = 0usize;
-    let listed = sel
-        .open()
-        .and_then(|store| store.list().map(|h| (store, h)));
-    match listed {
-        Err(e) => problems.push(Problem::from_error(None, &e)),
-        Ok((store, mut headers)) => {
-            headers.sort_by(|a, b| a.id.cmp(&b.id));
-            sessions = headers.len();
-            for (i, h) in headers.iter().enumerate() {
-                progress.update(&format!("verify: {}/{sessions} {}", i + 1, h.id));
-                match check_session(&store, &h.id) {
-                    Ok(()) => ok += 1,
-                    Err(p) => problems.push(p),
+    let scanning = Progress::spinner("verify", "scanning the store");
+    let opened = open_scanned(&sel);
+    scanning.finish();
+    match opened {
+        Err(e) => problems.push(Problem::from_error(None, Some(sel.path()), &e)),
+        Ok((store, mut scan)) => {
+            scan.sessions
+                .sort_by(|a, b| (&a.id, &a.path).cmp(&(&b.id, &b.path)));
+            sessions = scan.sessions.len();
+            let bar = Progress::bar("verify", sessions as u64);
+            for s in &scan.sessions {
+                bar.message(|| s.id.clone().unwrap_or_else(|| s.path.display().to_string()));
+                let before = problems.len();
+                match (&s.id, s.findings.is_empty()) {
+                    (Some(id), true) => {
+                        if let Err(p) = check_session(&store, id, &s.path) {
+                            problems.push(p);
+                        }
+                    }
+                    _ => problems.extend(
+                        s.findings
+                            .iter()
+                            .map(|f| Problem::from_finding(s.id.as_deref(), f)),
+                    ),
+                }
+                if problems.len() == before {
+                    ok += 1;
+                }
+                bar.inc(1);
+            }
+            bar.finish();
+            for f in &scan.findings {
+                let in_flight = f.kind == FindingKind::OrphanTemp
+                    && f.path
+                        .parent()
+                        .is_some_and(|dir| live_writer(&store, None, dir));
+                if !in_flight {
+                    problems.push(Problem::from_finding(None, f));
                 }
             }
             if let Err(e) = store.close() {
-                problems.push(Problem::from_error(None, &e));
+                problems.push(Problem::from_error(None, Some(sel.path()), &e));
             }
         }
     }
-    progress.done();
     if json {
         let items: Vec<String> = problems
             .iter()
             .map(|p| {
                 format!(
-                    "{{\"id\":{},\"kind\":{},\"message\":{}}}",
+                    "{{\"id\":{},\"kind\":{},\"path\":{},\"message\":{}}}",
                     jstr_opt(p.id.as_deref()),
                     jstr(p.kind),
+                    jstr_opt(p.path.as_ref().map(|p| p.display().to_string()).as_deref()),
                     jstr(&p.message)
                 )
             })
@@ -131,16 +267,26 @@ pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
         ));
     } else {
         let mut out = format!(
-            "checked {sessions} session(s): {ok} ok, {} problem(s)\n",
+            "checked {sessions} session(s) in {} store {}: {ok} ok, {} problem(s)\n",
+            sel.kind_name(),
+            sel.path().display(),
             problems.len()
         );
         for p in &problems {
-            out.push_str(&format!(
-                "  {} [{}]: {}\n",
-                p.id.as_deref().map_or_else(|| "(store)".to_string(), jstr),
-                p.kind,
-                p.message
-            ));
+            // A file that belongs to no session is "-"; the store itself "(store)".
+            let who = match (&p.id, &p.path) {
+                (Some(id), _) => jstr(id),
+                (None, Some(path)) if path.as_path() != sel.path() => "-".to_string(),
+                (None, _) => "(store)".to_string(),
+            };
+            // The path, unless the message already names it.
+            let path = p
+                .path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .filter(|shown| !p.message.contains(shown.as_str()))
+                .map_or_else(String::new, |shown| format!(" {shown}"));
+            out.push_str(&format!("  {who} [{}]{path}: {}\n", p.kind, p.message));
         }
         print_out(&out);
     }
@@ -149,28 +295,40 @@ pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
     })
 }
 
+/// 4 when any problem means damaged data, else 5 when any is a format this
+/// build will not read, else the first problem's code; 0 without problems.
 fn verdict(problems: &[Problem]) -> i32 {
-    if problems
-        .iter()
-        .any(|p| p.kind == ErrorKind::Corruption.as_str() || p.kind == TORN_TAIL)
-    {
-        return EXIT_CORRUPTION;
+    let codes: Vec<i32> = problems.iter().map(|p| problem_exit_code(p.kind)).collect();
+    if codes.contains(&EXIT_CORRUPTION) {
+        EXIT_CORRUPTION
+    } else if codes.contains(&EXIT_FORMAT_UNSUPPORTED) {
+        EXIT_FORMAT_UNSUPPORTED
+    } else {
+        codes.first().copied().unwrap_or(0)
     }
-    match problems.first() {
-        None => 0,
-        Some(p) => [
-            ErrorKind::InvalidArgument,
-            ErrorKind::NotFound,
-            ErrorKind::FormatUnsupported,
-            ErrorKind::Io,
-            ErrorKind::Busy,
-            ErrorKind::Conflict,
-            ErrorKind::Closed,
-            ErrorKind::Invariant,
-            ErrorKind::Unsupported,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == p.kind)
-        .map_or(1, exit_code),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problem_kinds_map_to_exit_codes() {
+        for (kind, code) in [
+            ("corruption", 4),
+            ("torn_tail", 4),
+            ("misplaced_artifact", 4),
+            ("duplicate_id", 4),
+            ("mixed_encoding", 4),
+            ("flat_layout", 4),
+            ("orphan_events", 4),
+            ("format_unsupported", 5),
+            ("orphan_temp", 1),
+            ("foreign_file", 1),
+            ("io", 1),
+            ("invalid_argument", 2),
+        ] {
+            assert_eq!(problem_exit_code(kind), code, "{kind}");
+        }
     }
 }

@@ -8,12 +8,14 @@
 //! - [`reader`]: header, line rules, torn tails, corruption.
 //! - [`writer`]: lazy atomic creation, fsynced appends, rollback.
 //! - [`revision`]: file-identity revision tokens.
+//! - [`scan`]: the read-only walk of a whole root (`verify`, encoding detection).
 
 pub mod codec_zstd;
 pub mod frames;
 pub mod layout;
 pub mod reader;
 pub mod revision;
+pub mod scan;
 pub mod writer;
 
 use std::collections::HashMap;

@@ -72,11 +72,11 @@ fn corrupt(message: impl Into<String>) -> Error {
     Error::corruption(message)
 }
 
-fn zstd_corrupt(message: impl std::fmt::Display) -> Error {
+pub(crate) fn zstd_corrupt(message: impl std::fmt::Display) -> Error {
     Error::corruption(format!("corrupt Zstandard session log: {message}"))
 }
 
-fn frame_failed(start: u64, cause: String) -> Error {
+pub(crate) fn frame_failed(start: u64, cause: String) -> Error {
     Error::Corruption {
         message: format!("corrupt Zstandard session log: frame at byte {start} failed validation"),
         cause: Some(cause),
@@ -348,7 +348,7 @@ impl<'a> Rules<'a> {
 }
 
 /// Parses the header line, refusing a foreign version first.
-fn parse_header_line(text: &[u8], raw_log: &str) -> Result<SessionHeader> {
+pub(crate) fn parse_header_line(text: &[u8], raw_log: &str) -> Result<SessionHeader> {
     let Ok(s) = std::str::from_utf8(text) else {
         return Err(corrupt(format!(
             "corrupt session log: the header line of {raw_log} is not valid UTF-8"
@@ -443,7 +443,7 @@ struct Scanned {
     torn: Option<TornTail>,
 }
 
-fn no_header(raw_log: &str) -> Error {
+pub(crate) fn no_header(raw_log: &str) -> Error {
     corrupt(format!(
         "corrupt session log: {raw_log} has no complete header line"
     ))

@@ -8,11 +8,12 @@
 //!
 //! Files: [`schema`] (pragmas, identity, init), [`access`] (POSIX checks),
 //! [`varint`] (`source_event_seqs`), [`rows`] (row encoding), [`reader`],
-//! [`writer`].
+//! [`writer`], [`scan`] (the read-only walk of `verify`, file probing).
 
 pub mod access;
 pub mod reader;
 pub mod rows;
+pub mod scan;
 pub mod schema;
 pub mod varint;
 pub mod writer;

@@ -1,0 +1,276 @@
+//! `--store PATH` (and `convert --to PATH`): the store's kind detected by
+//! looking — a zstd root, a raw root, a SQLite session database, a
+//! PostgreSQL URL — without modifying anything; a mixed or unknown store
+//! and a new target are clear errors.
+
+mod cli_common;
+mod support;
+
+use std::path::Path;
+
+use cli_common::*;
+use dsh_persist::store::{SqliteConfig, Store, StoreConfig};
+use support::*;
+
+/// `dsh-persist --json SUB --store PATH REST...`.
+fn detected(sub: &str, path: &Path, rest: &[&str]) -> Run {
+    let mut a = vec![
+        "--json".to_string(),
+        sub.to_string(),
+        "--store".to_string(),
+        path.display().to_string(),
+    ];
+    a.extend(rest.iter().map(|s| s.to_string()));
+    run(a)
+}
+
+#[test]
+fn each_store_kind_is_detected_and_read_like_its_explicit_flag() {
+    for (case, kind) in [
+        ("jsonl-zstd-packed", "jsonl (zstd)"),
+        ("jsonl-none-packed", "jsonl (raw)"),
+        ("jsonl-none-refused", "jsonl (raw)"),
+        ("sqlite-corpus", "sqlite"),
+    ] {
+        let store = FixtureStore::new(case);
+        let before = store.hashes();
+        let explicit = store.json("list", &[]);
+        assert_eq!(explicit.code, 0, "{case}: {}", explicit.stderr);
+        let r = detected("list", &store.path, &[]);
+        assert_eq!(r.code, 0, "{case}: {}", r.stderr);
+        assert_eq!(r.stdout, explicit.stdout, "{case}");
+        // A session read through the detected store equals the explicit one.
+        let id = ids_of(&r.json())[0].clone();
+        assert_eq!(
+            detected("inspect", &store.path, &[&id]).stdout,
+            store.json("inspect", &[&id]).stdout,
+            "{case} {id}"
+        );
+        // The short flag, after the subcommand or before it, and the kind
+        // named by verify.
+        let h = run(["-s", store.path.to_str().unwrap(), "verify"]);
+        assert!(
+            h.stdout.starts_with(&format!(
+                "checked {} session(s) in {kind} store",
+                ids_of(&r.json()).len()
+            )),
+            "{case}: {}",
+            h.stdout
+        );
+        // Detection reads names and headers only: nothing changed, no
+        // -wal/-shm left beside a database.
+        assert_eq!(before, store.hashes(), "{case}");
+    }
+}
+
+#[test]
+fn a_mixed_root_and_an_unknown_store_are_clear_errors() {
+    let store = FixtureStore::new("jsonl-badroot-mixed-encoding");
+    let r = detected("list", &store.path, &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let (kind, message) = r.error();
+    assert_eq!(kind, "invalid_argument");
+    assert!(message.contains("mixes both encodings"), "{message}");
+    assert!(message.contains("--jsonl or --jsonl-raw"), "{message}");
+
+    // A root whose two sessions use different encodings, in two directories.
+    let tmp = TempDir::new("cli-detect");
+    let mixed = tmp.path().join("mixed");
+    copy_tree(
+        &FixtureStore::new("jsonl-none-packed")
+            .path
+            .join("--home-dev-project--"),
+        &mixed.join("--home-dev-project--"),
+    );
+    copy_tree(
+        &FixtureStore::new("jsonl-zstd-packed")
+            .path
+            .join("--srv-repo--"),
+        &mixed.join("--srv-repo--"),
+    );
+    let r = detected("verify", &mixed, &[]);
+    assert_eq!(r.code, 2);
+    assert!(r.error().1.contains("mixes both encodings"));
+    // With an explicit flag, verify names the logs of the other encoding.
+    let r = run(["--json", "verify", "--jsonl", mixed.to_str().unwrap()]);
+    assert_eq!(r.code, 4, "{}", r.stdout);
+    let v = r.json();
+    let kinds: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["mixed_encoding"; 3], "{v:#}");
+
+    // A directory that holds no session log and other things.
+    let notes = tmp.path().join("notes");
+    std::fs::create_dir(&notes).unwrap();
+    std::fs::write(notes.join("todo.txt"), b"x").unwrap();
+    let r = detected("list", &notes, &[]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.error().1.contains("does not look like a session store"),
+        "{}",
+        r.stderr
+    );
+    // A file that is not a database, and a database of another application.
+    let text = tmp.path().join("file.txt");
+    std::fs::write(&text, b"hello").unwrap();
+    let r = detected("list", &text, &[]);
+    assert_eq!(r.code, 2);
+    assert!(r.error().1.contains("no SQLite header"), "{}", r.stderr);
+    let other = tmp.path().join("other.db");
+    {
+        let conn = rusqlite::Connection::open(&other).unwrap();
+        conn.execute_batch("PRAGMA application_id = 42; CREATE TABLE t (x);")
+            .unwrap();
+    }
+    let before = tree_hashes(tmp.path());
+    let r = detected("list", &other, &[]);
+    assert_eq!(r.code, 2);
+    assert!(r.error().1.contains("application_id 42"), "{}", r.stderr);
+    let empty = tmp.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let r = detected("list", &empty, &[]);
+    assert_eq!(r.code, 2);
+    assert!(r.error().1.contains("--sqlite FILE"), "{}", r.stderr);
+    std::fs::remove_file(&empty).unwrap();
+    assert_eq!(before, tree_hashes(tmp.path()), "detection wrote something");
+
+    // A missing store is not found and not created.
+    let missing = tmp.path().join("nowhere");
+    let r = detected("list", &missing, &[]);
+    assert_eq!(r.code, 3);
+    assert_eq!(r.error().0, "not_found");
+    assert!(!missing.exists());
+    // An empty directory reads as an empty store.
+    let blank = tmp.path().join("blank");
+    std::fs::create_dir(&blank).unwrap();
+    let r = detected("list", &blank, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "[]");
+    assert_eq!(std::fs::read_dir(&blank).unwrap().count(), 0);
+    // Two store selections are a usage error.
+    let r = run([
+        "list",
+        "--store",
+        blank.to_str().unwrap(),
+        "--jsonl",
+        blank.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2);
+}
+
+#[test]
+fn a_postgres_url_is_recognised_and_refused_by_this_build() {
+    for url in [
+        "postgres://me:s3cret@db.example:5432/sessions",
+        "postgresql://db.example/sessions",
+    ] {
+        for sub in ["list", "verify"] {
+            let r = run(["--json", sub, "--store", url]);
+            assert_eq!(r.code, 1, "{url}: {}", r.stderr);
+            assert!(r.stdout.is_empty(), "{}", r.stdout);
+            let (kind, message) = r.error();
+            assert_eq!(kind, "unsupported");
+            assert!(message.contains("not supported by this build"), "{message}");
+            assert!(
+                !message.contains("s3cret"),
+                "the password leaked: {message}"
+            );
+        }
+    }
+}
+
+#[test]
+fn convert_to_detects_an_existing_target_and_refuses_a_new_one() {
+    let src = FixtureStore::new("jsonl-none-packed");
+    let tmp = TempDir::new("cli-detect-to");
+    let src_path = src.path.to_str().unwrap();
+    // A new or empty target needs an explicit kind; nothing is created.
+    let new_db = tmp.path().join("new.db");
+    let r = run([
+        "--json",
+        "convert",
+        "--store",
+        src_path,
+        "--to",
+        new_db.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.error().1.contains("--to-sqlite FILE"), "{}", r.stderr);
+    assert!(!new_db.exists());
+    let empty_root = tmp.path().join("root");
+    std::fs::create_dir(&empty_root).unwrap();
+    let r = run([
+        "--json",
+        "convert",
+        "--store",
+        src_path,
+        "--to",
+        empty_root.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2);
+    assert!(r.error().1.contains("--to-jsonl"), "{}", r.stderr);
+    assert_eq!(std::fs::read_dir(&empty_root).unwrap().count(), 0);
+
+    // An existing (empty) session database is detected and filled.
+    let db = tmp.path().join("sessions.db");
+    Store::open(StoreConfig::with_backend(
+        dsh_persist::store::BackendConfig::Sqlite(SqliteConfig::new(db.to_str().unwrap())),
+    ))
+    .unwrap()
+    .close()
+    .unwrap();
+    let r = run([
+        "--json",
+        "convert",
+        "--store",
+        src_path,
+        "--to",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let listed = src.json("list", &[]).json();
+    assert_eq!(r.json()["converted"], listed.as_array().unwrap().len());
+    let copy = detected("list", &db, &[]);
+    assert_eq!(ids_of(&copy.json()), ids_of(&listed));
+}
+
+#[test]
+fn a_database_whose_identity_is_still_in_the_wal_is_detected() {
+    // As a writer that switched to WAL before writing the identity leaves
+    // it: the main file's header still says application_id 0, the WAL holds
+    // the real one (the writer is still open, nothing checkpointed).
+    use dsh_persist::backend::sqlite::schema::{APPLICATION_ID, SCHEMA_SQL, SCHEMA_VERSION};
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = TempDir::new("cli-detect-wal");
+    let db = tmp.path().join("live.db");
+    std::fs::File::create(&db).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+        .unwrap();
+    writer
+        .execute_batch(&format!(
+            "PRAGMA wal_autocheckpoint = 0;
+             BEGIN;
+             PRAGMA application_id = {APPLICATION_ID};
+             PRAGMA user_version = {SCHEMA_VERSION};
+             {SCHEMA_SQL}
+             INSERT INTO persistence_state (singleton, store_id) VALUES (1, 'live-store');
+             COMMIT;"
+        ))
+        .unwrap();
+    let header = std::fs::read(&db).unwrap();
+    assert!(
+        header.len() < 72 || header[68..72] == [0, 0, 0, 0],
+        "the identity was checkpointed into the main file already"
+    );
+    let r = detected("list", &db, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "[]");
+    drop(writer);
+}
