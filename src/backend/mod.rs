@@ -8,6 +8,7 @@
 
 pub mod jsonl;
 pub mod parallel;
+pub mod rows;
 pub mod sqlite;
 
 use crate::error::Result;
