@@ -184,10 +184,14 @@ const PIPELINE_CHUNK_ROWS: usize = 128;
 /// decode what is left, this thread from the end. Work is shared by
 /// stretches, not halves, so a busy CPU slows the read instead of stalling
 /// it. Returns `fetch`'s value, the intact events and the seq of the first
-/// torn row: the outcome of [`scan_rows`] from seq 0.
-pub fn read_pipelined<S, F>(fetch: F) -> Result<Option<(S, Vec<Event>, Option<i64>)>>
+/// torn row: the outcome of [`scan_rows`] from seq 0. `fetch`'s errors
+/// come out as they are.
+pub fn read_pipelined<S, E, F>(
+    fetch: F,
+) -> std::result::Result<Option<(S, Vec<Event>, Option<i64>)>, E>
 where
-    F: FnOnce(&mut dyn FnMut(StoredRow)) -> Result<Option<S>>,
+    F: FnOnce(&mut dyn FnMut(StoredRow)) -> std::result::Result<Option<S>, E>,
+    E: From<Error>,
 {
     let queue = crate::backend::parallel::StretchQueue::default();
     std::thread::scope(|scope| {
@@ -240,7 +244,7 @@ where
             Some(Ok(handle)) => Some(
                 handle
                     .join()
-                    .map_err(|_| Error::invariant("a read worker panicked"))?,
+                    .map_err(|_| E::from(Error::invariant("a read worker panicked")))?,
             ),
             // No thread: nothing was taken from the front.
             Some(Err(_)) | None => None,
