@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 /// Reads, checks, converts and benchmarks DeepSeek Harness session stores
-/// (JSONL+zstd, raw JSONL or SQLite).
+/// (JSONL+zstd, raw JSONL, SQLite or PostgreSQL).
 #[derive(Parser, Debug)]
 #[command(name = "dsh-persist", version, about, long_about = None)]
 pub struct Cli {
@@ -20,7 +20,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Which store to open: exactly one of the three flags, before or after the
+/// Which store to open: exactly one of the four flags, before or after the
 /// subcommand (`dsh-persist --jsonl ROOT list` = `dsh-persist list --jsonl
 /// ROOT`). Checked when the command runs: every subcommand but `bench` needs
 /// one.
@@ -35,6 +35,13 @@ pub struct StoreArgs {
     /// A SQLite session database (schema 17).
     #[arg(long, value_name = "FILE", global = true)]
     pub sqlite: Option<PathBuf>,
+    /// A PostgreSQL session store: `postgresql://user:password@host:port/db`
+    /// (libpq's `sslmode`/`sslrootcert`/`sslcert`/`sslkey` parameters work).
+    #[arg(long, value_name = "URL", global = true)]
+    pub postgres: Option<String>,
+    /// The schema of `--postgres` and `--to-postgres` (default `dsh`).
+    #[arg(long = "postgres-schema", value_name = "NAME", global = true)]
+    pub postgres_schema: Option<String>,
 }
 
 impl StoreArgs {
@@ -44,6 +51,7 @@ impl StoreArgs {
             self.jsonl.is_some(),
             self.jsonl_raw.is_some(),
             self.sqlite.is_some(),
+            self.postgres.is_some(),
         ]
         .iter()
         .filter(|b| **b)
@@ -51,7 +59,7 @@ impl StoreArgs {
     }
 }
 
-/// Where `convert` writes: exactly one of the three flags.
+/// Where `convert` writes: exactly one of the four flags.
 #[derive(Args, Debug, Clone)]
 #[group(id = "target", required = true, multiple = false)]
 pub struct TargetArgs {
@@ -64,6 +72,9 @@ pub struct TargetArgs {
     /// Convert into a SQLite database (created if missing).
     #[arg(long = "to-sqlite", value_name = "FILE")]
     pub to_sqlite: Option<PathBuf>,
+    /// Convert into a PostgreSQL store (its tables are created if missing).
+    #[arg(long = "to-postgres", value_name = "URL")]
+    pub to_postgres: Option<String>,
 }
 
 /// The benchmark's options (SPEC §10).

@@ -38,12 +38,12 @@ use super::stores::{Selection, open_existing};
 pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Outcome, Error> {
     let progress = Progress::new();
     let src = open_existing(source)?;
-    let target_sel = Selection::from_target_args(target);
+    let target_sel = Selection::from_target_args(target, source.postgres_schema.as_ref());
     let src_sel = Selection::from_store_args(source);
-    if same_path(src_sel.path(), target_sel.path()) {
+    if src_sel.same_store(&target_sel) {
         return Err(Error::invalid(format!(
             "convert target {} is the source store",
-            quote(&target_sel.path().display().to_string())
+            quote(&target_sel.describe())
         )));
     }
     let mut headers = src.list()?;
@@ -67,7 +67,8 @@ pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Ou
             )));
         }
     }
-    let target_keeps_key_order = !matches!(target_sel, Selection::Sqlite(_));
+    // The row stores keep the envelope in columns, not its key order.
+    let target_keeps_key_order = matches!(target_sel, Selection::Jsonl(..));
     let dst = target_sel.open()?;
     let existing: HashSet<String> = dst.list()?.into_iter().map(|h| h.id).collect();
     let clashes: Vec<String> = headers
@@ -105,7 +106,7 @@ pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Ou
         print_out(&format!(
             "converted {} session(s) into {}; every copy verified byte for byte",
             headers.len(),
-            target_sel.path().display()
+            target_sel.describe()
         ));
     }
     Ok(Outcome::ok())
@@ -157,11 +158,4 @@ fn compare(src: &SessionView, copy: &SessionView, keeps_key_order: bool) -> Resu
         }
     }
     Ok(())
-}
-
-fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
 }

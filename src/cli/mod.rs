@@ -70,14 +70,14 @@ fn run(cli: Cli) -> Result<Outcome, Error> {
     if let Command::Bench(args) = &cli.command {
         if given > 0 {
             return Err(Error::invalid(
-                "bench makes its own stores; it takes no --jsonl, --jsonl-raw or --sqlite",
+                "bench makes its own stores; it takes no --jsonl, --jsonl-raw, --sqlite or --postgres (set DSH_BENCH_POSTGRES_URL for its PostgreSQL rows)",
             ));
         }
         return bench::bench(args, json);
     }
     if given != 1 {
         return Err(Error::invalid(format!(
-            "give exactly one store: --jsonl ROOT, --jsonl-raw ROOT or --sqlite FILE ({given} given)"
+            "give exactly one store: --jsonl ROOT, --jsonl-raw ROOT, --sqlite FILE or --postgres URL ({given} given)"
         )));
     }
     match cli.command {

@@ -135,6 +135,26 @@ impl PostgresBackend {
         })
     }
 
+    /// Whether the schema of `config` holds a session store (its
+    /// `persistence_state` table), without creating anything: for reading
+    /// commands that must not make an empty store. Returns the server's
+    /// label too.
+    pub fn store_exists(config: &PostgresConfig) -> Result<(bool, String)> {
+        let resolved = config.resolve()?;
+        let tls = tls::connector(&resolved)?;
+        let mut conn = pool::connect(&resolved, &tls, &schema::quote_ident(&config.schema))?;
+        let exists: bool = conn
+            .client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n                  ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'persistence_state')",
+                &[&config.schema],
+            )
+            .map_err(|e| pg_error(&resolved.label, "cannot look for the session store", &e))?
+            .get(0);
+        let _ = conn.client.close();
+        Ok((exists, resolved.label))
+    }
+
     /// `PostgreSQL server at host:port (database "d", schema "s")`.
     pub fn label(&self) -> &str {
         self.pool.label()
