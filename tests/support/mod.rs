@@ -26,12 +26,12 @@ pub fn bench_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench")
 }
 
+/// Cleanups run when a [`TempDir`] is dropped, by key.
+type Cleanups = std::sync::Mutex<Vec<(String, Box<dyn FnOnce() + Send>)>>;
+
 /// A temporary directory (mode 0700) removed on drop, with cleanups of
 /// things that belong to it elsewhere (a PostgreSQL test schema).
-pub struct TempDir(
-    PathBuf,
-    std::sync::Mutex<Vec<(String, Box<dyn FnOnce() + Send>)>>,
-);
+pub struct TempDir(PathBuf, Cleanups);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {

@@ -181,6 +181,7 @@ fn commit_reply() -> std::result::Result<(), Fail> {
 /// One attempt of an append (see [`crate::backend::Backend::append`]).
 /// On a retry (`retry`), first checks whether an earlier attempt's batch
 /// is already stored.
+#[allow(clippy::too_many_arguments)]
 pub fn append(
     conn: &mut Conn,
     header: &SessionHeader,

@@ -176,6 +176,10 @@ fn judge_parts(parts: Vec<DecodedRows>) -> Result<(Vec<Event>, Option<i64>)> {
 /// Rows per stretch handed to the decoding thread by [`read_pipelined`].
 const PIPELINE_CHUNK_ROWS: usize = 128;
 
+/// What [`read_pipelined`] returns: the fetch's own value (the session
+/// row), the intact events, the seq of the first torn row.
+pub type PipelinedRead<S> = (S, Vec<Event>, Option<i64>);
+
 /// Reads and decodes a whole log (first seq 0) while it is fetched:
 /// `fetch` hands every row, in seq order, to the sink it is given, and
 /// returns what else it read (the session row), or `None` when the session
@@ -186,9 +190,7 @@ const PIPELINE_CHUNK_ROWS: usize = 128;
 /// it. Returns `fetch`'s value, the intact events and the seq of the first
 /// torn row: the outcome of [`scan_rows`] from seq 0. `fetch`'s errors
 /// come out as they are.
-pub fn read_pipelined<S, E, F>(
-    fetch: F,
-) -> std::result::Result<Option<(S, Vec<Event>, Option<i64>)>, E>
+pub fn read_pipelined<S, E, F>(fetch: F) -> std::result::Result<Option<PipelinedRead<S>>, E>
 where
     F: FnOnce(&mut dyn FnMut(StoredRow)) -> std::result::Result<Option<S>, E>,
     E: From<Error>,
