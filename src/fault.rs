@@ -36,6 +36,10 @@ pub enum Op {
     Unlink,
     /// Executing `COMMIT` of a SQLite write transaction.
     SqliteCommit,
+    /// The reply to a PostgreSQL `COMMIT` that did commit (a failure here
+    /// is a reply lost with the connection: the batch is stored, but the
+    /// writer does not know).
+    PostgresCommitReply,
 }
 
 /// Which call fails.

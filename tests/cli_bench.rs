@@ -7,19 +7,28 @@ mod support;
 use cli_common::*;
 use support::*;
 
+/// No PostgreSQL server for the bench.
+const NO_PG: [(&str, Option<&str>); 2] = [
+    ("DSH_BENCH_POSTGRES_URL", None),
+    ("DSH_TEST_POSTGRES_URL", None),
+];
+
 #[test]
 fn bench_json_report_has_every_figure() {
     let tmp = TempDir::new("cli-bench");
-    let r = run([
-        "--json",
-        "bench",
-        "--limit-events",
-        "1200",
-        "--small-sessions",
-        "4",
-        "--out-dir",
-        tmp.path().to_str().unwrap(),
-    ]);
+    let r = run_env(
+        [
+            "--json",
+            "bench",
+            "--limit-events",
+            "1200",
+            "--small-sessions",
+            "4",
+            "--out-dir",
+            tmp.path().to_str().unwrap(),
+        ],
+        &NO_PG,
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v = r.json();
     let n = v["workload"]["events"].as_u64().unwrap();
@@ -83,21 +92,95 @@ fn bench_json_report_has_every_figure() {
     assert!(rows.iter().all(|r| r["meets_target"].is_null()));
     // The temporary stores are removed.
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    // The row stores also ran 8 concurrent writers; PostgreSQL was skipped
+    // with a note.
+    assert_eq!(v["backends"]["sqlite"]["writers8"]["writers"], 8);
+    assert!(
+        v["backends"]["sqlite"]["writers8"]["events_per_sec"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(v["backends"]["jsonl-zstd-packed"].get("writers8").is_none());
+    assert!(
+        v["postgres_skipped"]
+            .as_str()
+            .unwrap()
+            .contains("set DSH_BENCH_POSTGRES_URL")
+    );
 
     // Human mode: a table with our figures beside the original's.
-    let h = run([
-        "bench",
-        "--limit-events",
-        "1200",
-        "--small-sessions",
-        "2",
-        "--out-dir",
-        tmp.path().to_str().unwrap(),
-    ]);
+    let h = run_env(
+        [
+            "bench",
+            "--limit-events",
+            "1200",
+            "--small-sessions",
+            "2",
+            "--out-dir",
+            tmp.path().to_str().unwrap(),
+        ],
+        &NO_PG,
+    );
     assert_eq!(h.code, 0, "{}", h.stderr);
+    assert!(
+        h.stdout.contains("(postgres rows skipped: no server"),
+        "{}",
+        h.stdout
+    );
     assert!(h.stdout.contains("ORIGINAL (run1 / run2)"));
     assert!(h.stdout.contains("912963 / 952054"), "{}", h.stdout);
     assert!(h.stdout.contains("not comparable"));
+}
+
+#[test]
+fn bench_measures_postgres_beside_sqlite_when_a_server_is_set() {
+    let Some(url) = support::pg::url("bench_measures_postgres_beside_sqlite") else {
+        return;
+    };
+    let tmp = TempDir::new("cli-bench-pg");
+    let r = run_env(
+        [
+            "--json",
+            "bench",
+            "--limit-events",
+            "800",
+            "--small-sessions",
+            "3",
+            "--out-dir",
+            tmp.path().to_str().unwrap(),
+        ],
+        &[("DSH_BENCH_POSTGRES_URL", Some(url.as_str()))],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = r.json();
+    assert!(v["postgres_skipped"].is_null());
+    let pg = &v["backends"]["postgres"];
+    let n = v["workload"]["events"].as_u64().unwrap();
+    assert_eq!(pg["cold_load"]["events"], n);
+    assert!(
+        pg["append"]["disk_bytes"].as_u64().unwrap() > 0,
+        "table sizes"
+    );
+    assert!(pg["cold_load"]["peak_rss_mb"].as_f64().unwrap() > 0.0);
+    assert_eq!(pg["small_sessions"]["listed"], 3);
+    assert_eq!(pg["writers8"]["writers"], 8);
+    // No original figure, no target for PostgreSQL.
+    let rows = v["comparison"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .filter(|r| r["backend"] == "postgres")
+            .all(|r| r["original_best"].is_null() && r["target_ratio"].is_null())
+    );
+    // Its schemas are dropped afterwards.
+    let left: i64 = support::pg::admin(&url)
+        .query_one(
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'dsh\\_bench\\_%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
 }
 
 #[test]

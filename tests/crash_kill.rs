@@ -19,6 +19,10 @@
 //! The original store is left as the kill left it, so the next child has to
 //! resume (and repair) it itself, and may be killed while doing so.
 //!
+//! PostgreSQL runs too when `DSH_TEST_POSTGRES_URL` names a server: the
+//! child writes to a schema of its own, the parent checks a copy of its
+//! rows in a second schema.
+//!
 //! `DSH_CRASH_KILLS=<n>` sets the kills per backend (default 20);
 //! `DSH_CRASH_SEED=<u64>` replays a run.
 
@@ -35,8 +39,8 @@ use dsh_persist::model::event::{Event, EventType, KeyOrder};
 use dsh_persist::model::header::SessionHeader;
 use dsh_persist::model::json::JsonText;
 use dsh_persist::store::{
-    AppendOptions, BackendConfig, Compression, JsonlConfig, LiveSession, SqliteConfig, Store,
-    StoreConfig, open_backend,
+    AppendOptions, BackendConfig, Compression, JsonlConfig, LiveSession, PostgresConfig,
+    SqliteConfig, Store, StoreConfig, open_backend,
 };
 use dsh_persist::{Error, ErrorKind};
 use support::TempDir;
@@ -194,7 +198,7 @@ fn expected_appends(history: &[Event], count: usize) -> Vec<Event> {
 /// before `sourceEventSeqs`), read back in the live order, as in the
 /// original. JSONL keeps the written bytes, so its text is compared as is.
 fn text_of(kind: Kind, e: &Event) -> String {
-    if kind == Kind::Sqlite {
+    if matches!(kind, Kind::Sqlite | Kind::Postgres) {
         let mut e = e.clone();
         e.key_order = KeyOrder::LIVE;
         e.to_json()
@@ -211,6 +215,25 @@ enum Kind {
     Zstd,
     Raw,
     Sqlite,
+    /// A schema on the server of `DSH_TEST_POSTGRES_URL`, named after the
+    /// location (a path that only names it; see [`pg_schema`]).
+    Postgres,
+}
+
+/// The PostgreSQL schema a location stands for.
+fn pg_schema(location: &Path) -> String {
+    let h = location
+        .display()
+        .to_string()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+    format!("k{h:016x}")
+}
+
+fn pg_url() -> String {
+    std::env::var(support::pg::URL_ENV).unwrap()
 }
 
 impl Kind {
@@ -219,6 +242,7 @@ impl Kind {
             Kind::Zstd => "jsonl-zstd",
             Kind::Raw => "jsonl-raw",
             Kind::Sqlite => "sqlite",
+            Kind::Postgres => "postgres",
         }
     }
 
@@ -227,6 +251,7 @@ impl Kind {
             "jsonl-zstd" => Kind::Zstd,
             "jsonl-raw" => Kind::Raw,
             "sqlite" => Kind::Sqlite,
+            "postgres" => Kind::Postgres,
             other => panic!("unknown backend {other}"),
         }
     }
@@ -235,6 +260,7 @@ impl Kind {
     fn location(self, dir: &Path) -> PathBuf {
         match self {
             Kind::Sqlite => dir.join("sessions.db"),
+            Kind::Postgres => dir.join("pg.schema"),
             _ => dir.join("root"),
         }
     }
@@ -252,6 +278,9 @@ impl Kind {
             Kind::Sqlite => {
                 BackendConfig::Sqlite(SqliteConfig::new(location.display().to_string()))
             }
+            Kind::Postgres => BackendConfig::Postgres(
+                PostgresConfig::new(pg_url()).with_schema(pg_schema(location)),
+            ),
         };
         let mut c = StoreConfig::with_backend(backend);
         c.write_batch_max_delay_ms = delay_ms;
@@ -259,9 +288,38 @@ impl Kind {
     }
 }
 
-/// Copies the store at `location` (as a killed child left it) to `dst`.
+/// Copies the store at `location` (as a killed child left it) to `dst`
+/// (PostgreSQL: the schema's rows into a fresh schema for `dst`, and a
+/// marker file at `dst` when there was a store).
 fn copy_store(kind: Kind, location: &Path, dst: &Path) {
     match kind {
+        Kind::Postgres => {
+            let (src, to) = (pg_schema(location), pg_schema(dst));
+            support::pg::drop_schema(&pg_url(), &to);
+            let mut admin = support::pg::admin(&pg_url());
+            let exists: bool = admin
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'persistence_state')",
+                    &[&src],
+                )
+                .unwrap()
+                .get(0);
+            if !exists {
+                return;
+            }
+            let config = PostgresConfig::new(pg_url()).with_schema(to.clone());
+            drop(dsh_persist::backend::postgres::PostgresBackend::open(&config).unwrap());
+            admin
+                .batch_execute(&format!(
+                    "BEGIN;
+                     INSERT INTO \"{to}\".sessions (id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, incarnation, revision, list_order) OVERRIDING SYSTEM VALUE SELECT * FROM \"{src}\".sessions;
+                     INSERT INTO \"{to}\".events SELECT * FROM \"{src}\".events;
+                     UPDATE \"{to}\".persistence_state SET store_id = (SELECT store_id FROM \"{src}\".persistence_state);
+                     COMMIT;"
+                ))
+                .unwrap();
+            std::fs::write(dst, to).unwrap();
+        }
         Kind::Sqlite => {
             // The database and its WAL; the shared-memory index is rebuilt
             // by the first connection.
@@ -552,6 +610,14 @@ fn crash_run(kind: Kind) {
     let work = TempDir::new(&format!("crash-{}", kind.name()));
     let location = kind.location(work.path());
     let scratch = work.path().join("verify");
+    if kind == Kind::Postgres {
+        let schemas = [pg_schema(&location), pg_schema(&kind.location(&scratch))];
+        work.on_drop_once("pg-schemas", move || {
+            for s in schemas {
+                support::pg::drop_schema(&pg_url(), &s);
+            }
+        });
+    }
     let mut tally = Tally {
         kills: 0,
         recovered: 0,
@@ -588,11 +654,15 @@ fn crash_run(kind: Kind) {
         }
         tally.max_events = tally.max_events.max(history.len());
         // Kill early (open, resume, repair) a third of the time.
-        let delay = if rng.below(3) == 0 {
-            rng.below(25)
-        } else {
-            25 + rng.below(250)
-        };
+        // A PostgreSQL child needs longer to connect (a server process per
+        // connection, authentication, TLS) before it opens and resumes.
+        let scale = if kind == Kind::Postgres { 4 } else { 1 };
+        let delay = scale
+            * if rng.below(3) == 0 {
+                rng.below(25)
+            } else {
+                25 + rng.below(250)
+            };
         let write_delay = [0, 1, 5, 200][rng.below(4) as usize];
         let pause_us = [0, 200, 1000, 3000][rng.below(4) as usize];
         let out = run_child(
@@ -692,6 +762,14 @@ fn crash_kill_sqlite() {
     crash_run(Kind::Sqlite);
 }
 
+#[test]
+fn crash_kill_postgres() {
+    if std::env::var(CHILD_ENV).is_ok() || support::pg::url("crash_kill_postgres").is_none() {
+        return;
+    }
+    crash_run(Kind::Postgres);
+}
+
 /// The parent's model of the child's appends matches what a live session
 /// really writes (otherwise the crash checks would compare against the
 /// wrong bytes).
@@ -773,9 +851,19 @@ fn random_batch_splits_load_back_whole() {
     }
     let seed = seed();
     let mut rng = Rng(seed);
-    for kind in [Kind::Sqlite, Kind::Zstd, Kind::Raw] {
+    let mut kinds = vec![Kind::Sqlite, Kind::Zstd, Kind::Raw];
+    if support::pg::url("random_batch_splits_load_back_whole (postgres)").is_some() {
+        kinds.push(Kind::Postgres);
+    }
+    for kind in kinds {
         let dir = TempDir::new("crash-splits");
         let location = kind.location(dir.path());
+        if kind == Kind::Postgres {
+            let schema = pg_schema(&location);
+            dir.on_drop_once("pg-schema", move || {
+                support::pg::drop_schema(&pg_url(), &schema)
+            });
+        }
         let id = "splits";
         let mut acked: Vec<String> = Vec::new();
         for run in 0..12 {

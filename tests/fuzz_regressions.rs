@@ -6,11 +6,11 @@
 #[allow(dead_code)]
 mod targets;
 
+use dsh_persist::backend::rows::Value;
 use dsh_persist::backend::sqlite::rows::{self, StoredRow};
 use dsh_persist::codec::chunk_rows::{PackLimits, PackedRow, pack};
 use dsh_persist::model::event::{Event, EventType};
 use dsh_persist::model::json::JsonText;
-use rusqlite::types::Value;
 
 /// chunk_row: a packed row whose `time0` is `i64::MIN` overflowed
 /// `time0.abs()` (a panic in debug builds; in release the check wrapped and

@@ -1,5 +1,7 @@
 //! The store contract (SPEC §6), written once and run against every backend:
-//! JSONL zstd, JSONL raw, SQLite file and SQLite in memory.
+//! JSONL zstd, JSONL raw, SQLite file, SQLite in memory and PostgreSQL (a
+//! schema of its own per test on the server of `DSH_TEST_POSTGRES_URL`;
+//! without it the PostgreSQL cases say so and skip).
 
 mod support;
 
@@ -12,7 +14,8 @@ use dsh_persist::backend::{
 use dsh_persist::model::event::Event;
 use dsh_persist::model::header::{HeaderSource, SessionHeader};
 use dsh_persist::store::{
-    AppendOptions, BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
+    AppendOptions, BackendConfig, Compression, JsonlConfig, PostgresConfig, SqliteConfig, Store,
+    StoreConfig,
 };
 use dsh_persist::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
@@ -26,6 +29,7 @@ enum Kind {
     JsonlRaw,
     SqliteFile,
     SqliteMemory,
+    Postgres,
 }
 
 impl Kind {
@@ -42,6 +46,25 @@ impl Kind {
                 dir.path().join("sessions.db").display().to_string(),
             )),
             Kind::SqliteMemory => BackendConfig::Sqlite(SqliteConfig::new(":memory:")),
+            Kind::Postgres => {
+                // One schema per test directory, dropped with it.
+                let url = std::env::var(support::pg::URL_ENV).unwrap();
+                let name = dir
+                    .path()
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .to_string();
+                let schema = format!(
+                    "c{:016x}",
+                    name.bytes()
+                        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b))
+                            .wrapping_mul(0x100_0000_01b3))
+                );
+                let (u, s) = (url.clone(), schema.clone());
+                dir.on_drop_once("pg-schema", move || support::pg::drop_schema(&u, &s));
+                BackendConfig::Postgres(PostgresConfig::new(url).with_schema(schema))
+            }
         };
         let mut c = StoreConfig::with_backend(backend);
         c.write_batch_max_delay_ms = 20;
@@ -703,6 +726,11 @@ macro_rules! contract {
         mod jsonl_raw { $( #[test] fn $name() { super::$name(super::Kind::JsonlRaw) } )* }
         mod sqlite_file { $( #[test] fn $name() { super::$name(super::Kind::SqliteFile) } )* }
         mod sqlite_memory { $( #[test] fn $name() { super::$name(super::Kind::SqliteMemory) } )* }
+        mod postgres { $( #[test] fn $name() {
+            if super::support::pg::url(concat!("store_contract postgres::", stringify!($name))).is_some() {
+                super::$name(super::Kind::Postgres)
+            }
+        } )* }
     };
 }
 

@@ -12,13 +12,13 @@ use dsh_persist::backend::jsonl::Compression;
 use dsh_persist::backend::jsonl::codec_zstd::FrameDecoder;
 use dsh_persist::backend::jsonl::frames;
 use dsh_persist::backend::jsonl::reader;
+use dsh_persist::backend::rows::Value;
 use dsh_persist::backend::sqlite::rows::{self, StoredRow};
 use dsh_persist::backend::sqlite::varint;
 use dsh_persist::codec::chunk_rows::{PackedRow, Record};
 use dsh_persist::model::event::Event;
 use dsh_persist::model::header::{HeaderSource, SessionHeader};
 use dsh_persist::model::json;
-use rusqlite::types::Value;
 
 /// A target body.
 pub type Target = fn(&[u8]);

@@ -8,6 +8,8 @@
 
 pub mod jsonl;
 pub mod parallel;
+pub mod postgres;
+pub mod rows;
 pub mod scan;
 pub mod sqlite;
 
@@ -54,8 +56,9 @@ pub enum TornTail {
         truncate_to: u64,
         recovered: Vec<String>,
     },
-    /// SQLite: delete the rows with `seq >= from_seq` (re-checked under the
-    /// write lock), then append the closers.
+    /// The row stores, SQLite and PostgreSQL (the same rows): delete the
+    /// rows with `seq >= from_seq` (re-checked under the write lock), then
+    /// append the closers.
     Sqlite { from_seq: u64 },
 }
 
@@ -105,6 +108,7 @@ pub enum Expect<'a> {
 pub enum BackendKind {
     Jsonl,
     Sqlite,
+    Postgres,
 }
 
 /// One kind of storage. Implementations are `Send + Sync`; the store

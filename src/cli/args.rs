@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueHint};
 
 /// Reads, checks, converts and benchmarks DeepSeek Harness session stores
-/// (JSONL+zstd, raw JSONL or SQLite).
+/// (JSONL+zstd, raw JSONL, SQLite or PostgreSQL).
 #[derive(Parser, Debug)]
 #[command(
     name = "dsh-persist",
@@ -32,7 +32,7 @@ pub struct Cli {
 }
 
 /// Which store to open: `--store` (the kind is detected) or one of the
-/// three explicit flags, before or after the subcommand (`dsh-persist
+/// four explicit flags, before or after the subcommand (`dsh-persist
 /// --store ROOT list` = `dsh-persist list --store ROOT`). Checked when the
 /// command runs: every subcommand that reads a store needs exactly one.
 #[derive(Args, Debug, Clone, Default)]
@@ -51,6 +51,13 @@ pub struct StoreArgs {
     /// A SQLite session database (schema 17).
     #[arg(long, value_name = "FILE", global = true, value_hint = ValueHint::FilePath)]
     pub sqlite: Option<PathBuf>,
+    /// A PostgreSQL session store: `postgresql://user:password@host:port/db`
+    /// (libpq's `sslmode`/`sslrootcert`/`sslcert`/`sslkey` parameters work).
+    #[arg(long, value_name = "URL", global = true)]
+    pub postgres: Option<String>,
+    /// The schema of `--postgres` and `--to-postgres` (default `dsh`).
+    #[arg(long = "postgres-schema", value_name = "NAME", global = true)]
+    pub postgres_schema: Option<String>,
 }
 
 impl StoreArgs {
@@ -61,6 +68,7 @@ impl StoreArgs {
             self.jsonl.is_some(),
             self.jsonl_raw.is_some(),
             self.sqlite.is_some(),
+            self.postgres.is_some(),
         ]
         .iter()
         .filter(|b| **b)
@@ -68,7 +76,7 @@ impl StoreArgs {
     }
 }
 
-/// Where `convert` writes: exactly one of the four flags.
+/// Where `convert` writes: exactly one of the five flags.
 #[derive(Args, Debug, Clone)]
 #[group(id = "target", required = true, multiple = false)]
 pub struct TargetArgs {
@@ -85,6 +93,9 @@ pub struct TargetArgs {
     /// Convert into a SQLite database (created if missing).
     #[arg(long = "to-sqlite", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub to_sqlite: Option<PathBuf>,
+    /// Convert into a PostgreSQL store (its tables are created if missing).
+    #[arg(long = "to-postgres", value_name = "URL")]
+    pub to_postgres: Option<String>,
 }
 
 /// The benchmark's options (SPEC §10).

@@ -12,9 +12,16 @@
 //! - `small_sessions` (not for the live path): 1,000 sessions of 5 events
 //!   created and appended, then a cold `list` (best of 3, fresh store each).
 //!
+//! PostgreSQL (`postgres`) is measured the same way when
+//! `DSH_BENCH_POSTGRES_URL` (or else `DSH_TEST_POSTGRES_URL`) names a server
+//! (its schemas `dsh_bench_<pid>_*` are dropped afterwards); otherwise the
+//! bench says it skips those rows. For SQLite and PostgreSQL it also
+//! measures `writers8`: 8 threads appending, each to a session of its own,
+//! the first eighth of the workload in calls of 50.
+//!
 //! The original's figures (`bench-run1.json`, `bench-run2.json`) are set
 //! beside ours with the ratio (> 1 means we are better) and the project's
-//! target for that ratio.
+//! target for that ratio (the original had no PostgreSQL backend).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -24,6 +31,7 @@ use serde_json::Value;
 
 use dsh_persist::Error;
 use dsh_persist::backend::jsonl::{Compression, JsonlConfig};
+use dsh_persist::backend::postgres::{PostgresBackend, PostgresConfig};
 use dsh_persist::backend::sqlite::SqliteConfig;
 use dsh_persist::model::event::Event;
 use dsh_persist::model::header::{SessionHeader, now_ms};
@@ -112,6 +120,15 @@ fn load_workload(path: &Path, limit: Option<usize>) -> Result<Workload, Error> {
     })
 }
 
+/// The environment variables naming the bench's PostgreSQL server.
+const POSTGRES_URL_ENV: [&str; 2] = ["DSH_BENCH_POSTGRES_URL", "DSH_TEST_POSTGRES_URL"];
+
+fn postgres_url() -> Option<String> {
+    POSTGRES_URL_ENV
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+}
+
 /// One store kind the bench measures.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -119,6 +136,18 @@ enum Kind {
     JsonlNone,
     Sqlite,
     Live,
+    Postgres,
+}
+
+/// The bench's schema for the store directory `dir` (`…/postgres` or
+/// `…/postgres-small`).
+fn bench_schema(dir: &Path) -> String {
+    let name = dir.to_string_lossy();
+    let area = ["small", "writers"]
+        .into_iter()
+        .find(|a| name.ends_with(&format!("-{a}")))
+        .unwrap_or("main");
+    format!("dsh_bench_{}_{area}", std::process::id())
 }
 
 impl Kind {
@@ -130,7 +159,13 @@ impl Kind {
             Kind::JsonlNone => "jsonl-none-packed",
             Kind::Sqlite => "sqlite",
             Kind::Live => "live-jsonl-zstd-packed",
+            Kind::Postgres => "postgres",
         }
+    }
+
+    fn postgres_config(dir: &Path) -> PostgresConfig {
+        let url = postgres_url().unwrap_or_default();
+        PostgresConfig::new(url).with_schema(bench_schema(dir))
     }
 
     /// The store directory (JSONL root, or the SQLite file's directory).
@@ -149,6 +184,7 @@ impl Kind {
             Kind::Sqlite => BackendConfig::Sqlite(SqliteConfig::new(
                 dir.join("sessions.db").to_string_lossy().into_owned(),
             )),
+            Kind::Postgres => BackendConfig::Postgres(Kind::postgres_config(dir)),
         };
         StoreConfig::with_backend(backend)
     }
@@ -159,9 +195,90 @@ impl Kind {
             Kind::JsonlZstd | Kind::Live => a.jsonl = Some(dir.to_path_buf()),
             Kind::JsonlNone => a.jsonl_raw = Some(dir.to_path_buf()),
             Kind::Sqlite => a.sqlite = Some(dir.join("sessions.db")),
+            Kind::Postgres => {
+                a.postgres = postgres_url();
+                a.postgres_schema = Some(bench_schema(dir));
+            }
         }
         a
     }
+
+    /// The bytes the store takes: its files, or its tables on the server.
+    fn disk_bytes(self, dir: &Path) -> Result<u64, Error> {
+        if self != Kind::Postgres {
+            return Ok(dir_bytes(dir));
+        }
+        let be = PostgresBackend::open(&Kind::postgres_config(dir))?;
+        let mut c = be.connect_dedicated()?;
+        let bytes: i64 = c
+            .query_one(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c \
+                 JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'",
+                &[&be.schema()],
+            )
+            .map_err(|e| Error::io_msg(format!("{}: cannot measure the tables: {e}", be.label())))?
+            .get(0);
+        Ok(bytes.max(0) as u64)
+    }
+}
+
+/// Drops the bench's PostgreSQL schemas when the bench ends.
+struct PostgresScratch(Vec<PathBuf>);
+
+impl Drop for PostgresScratch {
+    fn drop(&mut self) {
+        for dir in &self.0 {
+            let config = Kind::postgres_config(dir);
+            if let Ok(be) = PostgresBackend::open(&config) {
+                if let Ok(mut c) = be.connect_dedicated() {
+                    let _ = c.batch_execute(&format!(
+                        "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+                        config.schema
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// `writers8`: 8 threads append the first eighth of the workload (calls of
+/// 50) each to a session of its own; events per second over all of them.
+fn concurrent_writers(kind: Kind, w: &Workload, dir: &Path) -> Result<(f64, f64), Error> {
+    const WRITERS: usize = 8;
+    let share = &w.events[..w.events.len() / WRITERS];
+    let store = Store::open(kind.config(dir))?;
+    for i in 0..WRITERS {
+        store.create(bench_header(&format!("writer-{i}")))?;
+    }
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..WRITERS)
+            .map(|i| {
+                let store = &store;
+                s.spawn(move || -> Result<(), Error> {
+                    let id = format!("writer-{i}");
+                    for chunk in share.chunks(BATCH) {
+                        store.append(&id, chunk.to_vec())?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| {
+            h.join()
+                .map_err(|_| Error::invariant("a bench writer panicked"))?
+        })
+    })?;
+    let wall = ms(t);
+    for i in 0..WRITERS {
+        check_count(
+            store.read_from(&format!("writer-{i}"), 0)?.events.len(),
+            share.len(),
+            "writers8",
+        )?;
+    }
+    store.close()?;
+    Ok(((WRITERS * share.len()) as f64 / (wall / 1000.0), wall))
 }
 
 fn ms(t: Instant) -> f64 {
@@ -271,7 +388,7 @@ fn measure(
     let append_ms = ms(t);
     store.close()?;
     drop(store);
-    let disk = dir_bytes(&dir);
+    let disk = kind.disk_bytes(&dir)?;
     let eps = n as f64 / (append_ms / 1000.0);
     let mibs = w.logical_bytes as f64 / MIB / (append_ms / 1000.0);
     figures.push(("append.events_per_sec", eps));
@@ -364,6 +481,26 @@ fn measure(
         "{{\"append\":{append_json},\"cold_load\":{load_json},\"cold_inspect\":{inspect_json},\"read_from_last_100\":{rf_json}"
     );
 
+    // 8 concurrent writers, on the row stores
+    if matches!(kind, Kind::Sqlite | Kind::Postgres) {
+        progress.phase(
+            || format!("bench: {} 8 concurrent writers", kind.name()),
+            || format!("each appends {} events in calls of {BATCH}", n / 8),
+            1,
+        );
+        let wdir = out_dir.join(format!("{}-writers", kind.name()));
+        make_dir(&wdir)?;
+        let (eps, wall) = concurrent_writers(kind, w, &wdir)?;
+        progress.inc(1);
+        figures.push(("writers8.events_per_sec", eps));
+        json.push_str(&format!(
+            ",\"writers8\":{{\"writers\":8,\"events_per_writer\":{},\"wall_ms\":{},\"events_per_sec\":{}}}",
+            n / 8,
+            num(round(wall, 1)),
+            num(eps.round())
+        ));
+    }
+
     // small sessions
     if kind != Kind::Live && small > 0 {
         progress.phase(
@@ -452,16 +589,21 @@ fn rss_probe(kind: Kind, dir: &Path) -> Result<Option<f64>, Error> {
         return Ok(None);
     };
     let a = kind.store_args(dir);
-    let (flag, path) = match (&a.jsonl, &a.jsonl_raw, &a.sqlite) {
-        (Some(p), _, _) => ("--jsonl", p),
-        (_, Some(p), _) => ("--jsonl-raw", p),
-        (_, _, Some(p)) => ("--sqlite", p),
+    let flags: Vec<std::ffi::OsString> = match (&a.jsonl, &a.jsonl_raw, &a.sqlite, &a.postgres) {
+        (Some(p), _, _, _) => vec!["--jsonl".into(), p.into()],
+        (_, Some(p), _, _) => vec!["--jsonl-raw".into(), p.into()],
+        (_, _, Some(p), _) => vec!["--sqlite".into(), p.into()],
+        (_, _, _, Some(url)) => vec![
+            "--postgres".into(),
+            url.into(),
+            "--postgres-schema".into(),
+            a.postgres_schema.clone().unwrap_or_default().into(),
+        ],
         _ => return Ok(None),
     };
     let out = std::process::Command::new(exe)
         .arg("rss-probe")
-        .arg(flag)
-        .arg(path)
+        .args(flags)
         .arg(BENCH_ID)
         .output()
         .map_err(|e| Error::io("cannot run the RSS probe", e))?;
@@ -496,7 +638,7 @@ struct Metric {
     label: &'static str,
 }
 
-const METRICS: [Metric; 7] = [
+const METRICS: [Metric; 8] = [
     Metric {
         ours: "append.events_per_sec",
         original: &["append", "eventsPerSec"],
@@ -539,11 +681,21 @@ const METRICS: [Metric; 7] = [
         higher_is_better: false,
         label: "cold list(1000) ms",
     },
+    Metric {
+        ours: "writers8.events_per_sec",
+        original: &[],
+        higher_is_better: true,
+        label: "8 writers append events/s",
+    },
 ];
 
 /// The project's target for the ratio (ours vs original, > 1 = better),
 /// SPEC §10 / the task: `None` when there is none.
 fn target(kind: Kind, metric: &str) -> Option<(f64, f64)> {
+    if kind == Kind::Postgres || metric.starts_with("writers8") {
+        // Nothing of the original's to compare with.
+        return None;
+    }
     let jsonl = kind != Kind::Sqlite;
     match metric {
         "append.events_per_sec" => Some((1.0, f64::INFINITY)),
@@ -558,6 +710,9 @@ fn target(kind: Kind, metric: &str) -> Option<(f64, f64)> {
 }
 
 fn original_value(run: &Value, kind: Kind, path: &[&str]) -> Option<f64> {
+    if path.is_empty() {
+        return None;
+    }
     let mut v = &run["backends"][kind.name()];
     for p in path {
         v = &v[*p];
@@ -724,8 +879,28 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
     if args.keep {
         eprintln!("bench: stores kept in {}", scratch.path.display());
     }
+    let mut kinds = Kind::ALL.to_vec();
+    let mut _pg_scratch = None;
+    let postgres_note = match postgres_url() {
+        Some(_) => {
+            kinds.push(Kind::Postgres);
+            let dirs = ["postgres", "postgres-small", "postgres-writers"]
+                .iter()
+                .map(|d| scratch.path.join(d))
+                .collect();
+            _pg_scratch = Some(PostgresScratch(dirs));
+            None
+        }
+        None => Some(format!(
+            "postgres rows skipped: no server (set {} to a postgresql:// URL)",
+            POSTGRES_URL_ENV[0]
+        )),
+    };
+    if let Some(note) = &postgres_note {
+        eprintln!("bench: {note}");
+    }
     let mut results = Vec::new();
-    for kind in Kind::ALL {
+    for kind in kinds {
         results.push((kind, measure(kind, &w, &scratch.path, small, &progress)?));
     }
     progress.finish();
@@ -760,6 +935,10 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
         out.push_str(&format!(
             "\"peak_rss_mb\":{},",
             peak.map_or_else(|| "null".into(), |p| num(round(p, 1)))
+        ));
+        out.push_str(&format!(
+            "\"postgres_skipped\":{},",
+            postgres_note.as_deref().map_or_else(|| "null".into(), jstr)
         ));
         out.push_str("\"comparison\":[");
         for (i, r) in rows.iter().enumerate() {
@@ -802,6 +981,9 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
         );
         if !full {
             text.push_str("(limited workload: the original's figures are not comparable)\n");
+        }
+        if let Some(note) = &postgres_note {
+            text.push_str(&format!("({note})\n"));
         }
         let fmt = |v: f64| {
             if v >= 10_000.0 {

@@ -39,11 +39,11 @@ use super::stores::Selection;
 pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Outcome, Error> {
     let src_sel = Selection::from_store_args(source)?;
     src_sel.check_exists()?;
-    let target_sel = Selection::from_target_args(target)?;
-    if same_path(src_sel.path(), target_sel.path()) {
+    let target_sel = Selection::from_target_args(target, source.postgres_schema.as_ref())?;
+    if src_sel.same_store(&target_sel) {
         return Err(Error::invalid(format!(
             "convert target {} is the source store",
-            quote(&target_sel.path().display().to_string())
+            quote(&target_sel.describe())
         )));
     }
     let listing = Progress::spinner("convert", "listing the source sessions");
@@ -68,6 +68,7 @@ pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Ou
         }
         progress.inc(1);
     }
+    // The row stores keep the envelope in columns, not its key order.
     let target_keeps_key_order = target_sel.keeps_key_order();
     let dst = target_sel.open()?;
     let existing: HashSet<String> = dst.list()?.into_iter().map(|h| h.id).collect();
@@ -103,7 +104,7 @@ pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Ou
             "converted {} session(s) into {} store {}; every copy verified byte for byte",
             headers.len(),
             target_sel.kind_name(),
-            target_sel.path().display()
+            target_sel.describe()
         ));
     }
     Ok(Outcome::ok())
@@ -155,11 +156,4 @@ fn compare(src: &SessionView, copy: &SessionView, keeps_key_order: bool) -> Resu
         }
     }
     Ok(())
-}
-
-fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
 }

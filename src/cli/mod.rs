@@ -91,21 +91,24 @@ fn run(cli: Cli) -> Result<Outcome, Error> {
     let store = cli.store;
     let given = store.count();
     let storeless = match &cli.command {
-        Command::Bench(_) => Some("bench makes its own stores"),
+        Command::Bench(_) => Some((
+            "bench makes its own stores",
+            " (set DSH_BENCH_POSTGRES_URL for its PostgreSQL rows)",
+        )),
         Command::Completions { .. } | Command::Man { .. } | Command::Help { .. } => {
-            Some("this command reads no store")
+            Some(("this command reads no store", ""))
         }
         _ => None,
     };
-    if let Some(why) = storeless {
+    if let Some((why, hint)) = storeless {
         if given > 0 {
             return Err(Error::invalid(format!(
-                "{why}; it takes no --store, --jsonl, --jsonl-raw or --sqlite"
+                "{why}; it takes no --store, --jsonl, --jsonl-raw, --sqlite or --postgres{hint}"
             )));
         }
     } else if given != 1 {
         return Err(Error::invalid(format!(
-            "give exactly one store: --store PATH (its kind detected), --jsonl ROOT, --jsonl-raw ROOT or --sqlite FILE ({given} given)"
+            "give exactly one store: --store PATH (its kind detected), --jsonl ROOT, --jsonl-raw ROOT, --sqlite FILE or --postgres URL ({given} given)"
         )));
     }
     match cli.command {

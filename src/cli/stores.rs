@@ -1,5 +1,6 @@
 //! Opening the store a command line selects: `--store PATH` (the kind is
-//! detected by looking) or an explicit `--jsonl`, `--jsonl-raw`, `--sqlite`.
+//! detected by looking) or an explicit `--jsonl`, `--jsonl-raw`, `--sqlite`,
+//! `--postgres` (with `--postgres-schema`).
 //!
 //! Detection ([`detect`]) reads names and file headers only, never writes:
 //!
@@ -16,15 +17,16 @@
 //! kind: a new or empty one needs an explicit `--to-jsonl`,
 //! `--to-jsonl-raw` or `--to-sqlite`.
 //!
-//! Reading commands never create anything: a missing root or database is
-//! "not found" (exit 3) instead of the empty store the backends would
-//! create.
+//! Reading commands never create anything: a missing root or database, or
+//! a PostgreSQL schema without a session store, is "not found" (exit 3)
+//! instead of the empty store the backends would create.
 
 use std::path::{Path, PathBuf};
 
 use dsh_persist::Error;
 use dsh_persist::backend::jsonl::scan::detect_encodings;
 use dsh_persist::backend::jsonl::{Compression, JsonlConfig};
+use dsh_persist::backend::postgres::{PostgresBackend, PostgresConfig};
 use dsh_persist::backend::sqlite::SqliteConfig;
 use dsh_persist::backend::sqlite::scan::{Probe, probe_file};
 use dsh_persist::model::json::quote;
@@ -42,8 +44,8 @@ pub enum Selection {
     Jsonl(PathBuf, Compression),
     /// A SQLite database file.
     Sqlite(PathBuf),
-    /// A PostgreSQL URL (no backend in this build yet).
-    Postgres(String),
+    /// A PostgreSQL server's URL and the store's schema.
+    Postgres(String, Option<String>),
 }
 
 /// What the selected store is used for: detection is stricter for a
@@ -62,7 +64,10 @@ fn shown(p: &Path) -> String {
 pub fn detect(path: &Path, purpose: Purpose) -> Result<Selection, Error> {
     if let Some(url) = path.to_str() {
         if POSTGRES_SCHEMES.iter().any(|s| url.starts_with(s)) {
-            return Ok(Selection::Postgres(url.to_string()));
+            return Err(Error::Unsupported(format!(
+                "{} is a PostgreSQL store, which is not supported by this build (it has no postgres backend)",
+                quote(&redact_url(url))
+            )));
         }
     }
     let explicit = match purpose {
@@ -148,6 +153,9 @@ fn detect_root(root: &Path, purpose: Purpose, explicit: &str) -> Result<Selectio
 impl Selection {
     /// The selection of the store flags (`--store` detected for reading).
     pub fn from_store_args(a: &StoreArgs) -> Result<Selection, Error> {
+        if let Some(url) = &a.postgres {
+            return Ok(Selection::Postgres(url.clone(), a.postgres_schema.clone()));
+        }
         Ok(match (&a.store, &a.jsonl, &a.jsonl_raw, &a.sqlite) {
             (Some(p), _, _, _) => detect(p, Purpose::Read)?,
             (_, Some(r), _, _) => Selection::Jsonl(r.clone(), Compression::Zstd),
@@ -155,15 +163,18 @@ impl Selection {
             (_, _, _, Some(f)) => Selection::Sqlite(f.clone()),
             _ => {
                 return Err(Error::invalid(
-                    "give a store: --store PATH, --jsonl ROOT, --jsonl-raw ROOT or --sqlite FILE",
+                    "give a store: --store PATH, --jsonl ROOT, --jsonl-raw ROOT, --sqlite FILE or --postgres URL",
                 ));
             }
         })
     }
 
     /// The selection of `convert`'s target flags (`--to` detected for
-    /// writing).
-    pub fn from_target_args(a: &TargetArgs) -> Result<Selection, Error> {
+    /// writing); `schema` is `--postgres-schema` (for `--to-postgres`).
+    pub fn from_target_args(a: &TargetArgs, schema: Option<&String>) -> Result<Selection, Error> {
+        if let Some(url) = &a.to_postgres {
+            return Ok(Selection::Postgres(url.clone(), schema.cloned()));
+        }
         Ok(match (&a.to, &a.to_jsonl, &a.to_jsonl_raw, &a.to_sqlite) {
             (Some(p), _, _, _) => detect(p, Purpose::Write)?,
             (_, Some(r), _, _) => Selection::Jsonl(r.clone(), Compression::Zstd),
@@ -173,12 +184,52 @@ impl Selection {
         })
     }
 
-    /// The path (or URL) of the store.
-    pub fn path(&self) -> &Path {
+    /// The root or database file (`None` for a server).
+    pub fn path(&self) -> Option<&Path> {
         match self {
-            Selection::Jsonl(p, _) | Selection::Sqlite(p) => p,
-            Selection::Postgres(url) => Path::new(url),
+            Selection::Jsonl(p, _) | Selection::Sqlite(p) => Some(p),
+            Selection::Postgres(..) => None,
         }
+    }
+
+    /// What to call the store in messages (a server without its password).
+    pub fn describe(&self) -> String {
+        match self {
+            Selection::Jsonl(p, _) | Selection::Sqlite(p) => p.display().to_string(),
+            Selection::Postgres(..) => match self.postgres_config().map(|c| c.resolve()) {
+                Ok(Ok(r)) => r.label,
+                _ => "a PostgreSQL server".to_string(),
+            },
+        }
+    }
+
+    /// Whether both name the same store.
+    pub fn same_store(&self, other: &Selection) -> bool {
+        match (self, other) {
+            (Selection::Postgres(..), Selection::Postgres(..)) => {
+                self.describe() == other.describe()
+            }
+            _ => match (
+                self.path().map(std::fs::canonicalize),
+                other.path().map(std::fs::canonicalize),
+            ) {
+                (Some(Ok(x)), Some(Ok(y))) => x == y,
+                _ => false,
+            },
+        }
+    }
+
+    fn postgres_config(&self) -> Result<PostgresConfig, Error> {
+        let Selection::Postgres(url, schema) = self else {
+            return Err(Error::invariant("not a PostgreSQL selection"));
+        };
+        let mut c = PostgresConfig::new(url.clone());
+        if let Some(s) = schema {
+            c.schema = s.clone();
+        }
+        // A command needs one connection at a time.
+        c.pool_size = 2;
+        Ok(c)
     }
 
     /// The kind, as a user would name it.
@@ -187,12 +238,13 @@ impl Selection {
             Selection::Jsonl(_, Compression::Zstd) => "jsonl (zstd)",
             Selection::Jsonl(_, Compression::None) => "jsonl (raw)",
             Selection::Sqlite(_) => "sqlite",
-            Selection::Postgres(_) => "postgres",
+            Selection::Postgres(..) => "postgres",
         }
     }
 
     /// Whether the store keeps each event's envelope key order (JSONL
-    /// does; SQLite rebuilds events in the live order).
+    /// does; the row stores, SQLite and PostgreSQL, keep the envelope in
+    /// columns and rebuild events in the live order).
     pub fn keeps_key_order(&self) -> bool {
         matches!(self, Selection::Jsonl(..))
     }
@@ -215,12 +267,7 @@ impl Selection {
                 })?;
                 BackendConfig::Sqlite(SqliteConfig::new(path))
             }
-            Selection::Postgres(url) => {
-                return Err(Error::Unsupported(format!(
-                    "{} is a PostgreSQL store, which is not supported by this build (it has no postgres backend)",
-                    quote(&redact_url(url))
-                )));
-            }
+            Selection::Postgres(..) => BackendConfig::Postgres(self.postgres_config()?),
         };
         let mut config = StoreConfig::with_backend(backend);
         config.prepared_session_cache_size = 0;
@@ -228,7 +275,7 @@ impl Selection {
     }
 
     /// Fails with "not found" when the root directory or database file does
-    /// not exist.
+    /// not exist, or the PostgreSQL schema holds no session store.
     pub fn check_exists(&self) -> Result<(), Error> {
         match self {
             Selection::Jsonl(root, _) => {
@@ -247,7 +294,12 @@ impl Selection {
                     )));
                 }
             }
-            Selection::Postgres(_) => {}
+            Selection::Postgres(..) => {
+                let (exists, label) = PostgresBackend::store_exists(&self.postgres_config()?)?;
+                if !exists {
+                    return Err(Error::not_found(format!("{label} holds no session store")));
+                }
+            }
         }
         Ok(())
     }

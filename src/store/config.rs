@@ -5,10 +5,14 @@
 //!  "writeBatchMaxDelayMs":200,"preparedSessionCacheSize":5,"strict":false,"extraEventTypes":[]}
 //! {"backend":"sqlite","path":"/path/sessions.db"|":memory:","journalMode":"wal",
 //!  "busyTimeoutMs":5000, …the shared keys…}
+//! {"backend":"postgres","url":"postgresql://user:pw@host:5432/db","schema":"dsh",
+//!  "poolSize":8,"connectTimeoutMs":5000,"sslMode":"prefer","sslRootCert":"/ca.pem",
+//!  "sslCert":"/client.pem","sslKey":"/client.key","applicationName":"dsh-persist", …}
 //! ```
 //! Unknown keys are rejected so a typo never silently falls back to a default.
 
 pub use crate::backend::jsonl::{Compression, JsonlConfig};
+pub use crate::backend::postgres::{PostgresConfig, SslMode};
 pub use crate::backend::sqlite::{JournalMode, SqliteConfig};
 use crate::error::{Error, Result};
 use crate::model::json;
@@ -21,6 +25,7 @@ pub const MAX_WRITE_DELAY_MS: u64 = 2_147_483_647;
 pub enum BackendConfig {
     Jsonl(JsonlConfig),
     Sqlite(SqliteConfig),
+    Postgres(PostgresConfig),
 }
 
 /// Everything `Store::open` needs.
@@ -46,6 +51,11 @@ impl StoreConfig {
     /// A SQLite store with defaults (WAL, 5 s busy timeout).
     pub fn sqlite(path: impl Into<String>) -> Self {
         StoreConfig::with_backend(BackendConfig::Sqlite(SqliteConfig::new(path.into())))
+    }
+
+    /// A PostgreSQL store with defaults (schema `dsh`, 8 connections).
+    pub fn postgres(url: impl Into<String>) -> Self {
+        StoreConfig::with_backend(BackendConfig::Postgres(PostgresConfig::new(url.into())))
     }
 
     pub fn with_backend(backend: BackendConfig) -> Self {
@@ -100,7 +110,7 @@ impl StoreConfig {
             }
         };
         let kind = string("backend")?.ok_or_else(|| {
-            Error::invalid("store config needs \"backend\": \"jsonl\" or \"sqlite\"")
+            Error::invalid("store config needs \"backend\": \"jsonl\", \"sqlite\" or \"postgres\"")
         })?;
         let common = [
             "backend",
@@ -158,9 +168,52 @@ impl StoreConfig {
                     &["path", "journalMode", "busyTimeoutMs"],
                 )
             }
+            "postgres" => {
+                let url = string("url")?.filter(|r| !r.is_empty()).ok_or_else(|| {
+                    Error::invalid(
+                        "store config for postgres needs a \"url\" (postgresql://user:password@host:port/database)",
+                    )
+                })?;
+                let mut c = PostgresConfig::new(url);
+                if let Some(schema) = string("schema")? {
+                    c.schema = schema;
+                }
+                if let Some(n) = uint(
+                    "poolSize",
+                    crate::backend::postgres::config::MAX_POOL_SIZE as u64,
+                )? {
+                    c.pool_size = n as usize;
+                }
+                if let Some(ms) = uint("connectTimeoutMs", i32::MAX as u64)? {
+                    c.connect_timeout_ms = ms;
+                }
+                c.ssl_mode = string("sslMode")?.map(|m| SslMode::parse(&m)).transpose()?;
+                c.ssl_root_cert = string("sslRootCert")?.map(Into::into);
+                c.ssl_cert = string("sslCert")?.map(Into::into);
+                c.ssl_key = string("sslKey")?.map(Into::into);
+                if let Some(name) = string("applicationName")? {
+                    c.application_name = name;
+                }
+                // Checked now, so a bad setting fails before any connection.
+                c.resolve()?;
+                (
+                    BackendConfig::Postgres(c),
+                    &[
+                        "url",
+                        "schema",
+                        "poolSize",
+                        "connectTimeoutMs",
+                        "sslMode",
+                        "sslRootCert",
+                        "sslCert",
+                        "sslKey",
+                        "applicationName",
+                    ],
+                )
+            }
             other => {
                 return Err(Error::invalid(format!(
-                    "store config backend must be \"jsonl\" or \"sqlite\", not {}",
+                    "store config backend must be \"jsonl\", \"sqlite\" or \"postgres\", not {}",
                     json::quote(other)
                 )));
             }
@@ -241,11 +294,55 @@ mod tests {
     }
 
     #[test]
+    fn parses_postgres_with_every_key() {
+        let c = StoreConfig::parse(r#"{"backend":"postgres","url":"postgresql://u@h/d"}"#).unwrap();
+        assert_eq!(c, StoreConfig::postgres("postgresql://u@h/d"));
+        let c = StoreConfig::parse(
+            r#"{"backend":"postgres","url":"postgresql://u@h/d","schema":"agents_1","poolSize":3,"connectTimeoutMs":250,"sslMode":"verify-full","sslRootCert":"/ca.pem","sslCert":"/c.pem","sslKey":"/c.key","applicationName":"fleet","strict":true}"#,
+        )
+        .unwrap();
+        let BackendConfig::Postgres(p) = &c.backend else {
+            panic!("not postgres")
+        };
+        assert_eq!(p.schema, "agents_1");
+        assert_eq!((p.pool_size, p.connect_timeout_ms), (3, 250));
+        assert_eq!(p.ssl_mode, Some(SslMode::VerifyFull));
+        assert_eq!(
+            p.ssl_root_cert.as_deref(),
+            Some(std::path::Path::new("/ca.pem"))
+        );
+        assert_eq!(p.ssl_cert.as_deref(), Some(std::path::Path::new("/c.pem")));
+        assert_eq!(p.ssl_key.as_deref(), Some(std::path::Path::new("/c.key")));
+        assert_eq!(p.application_name, "fleet");
+        assert!(c.strict);
+    }
+
+    #[test]
     fn rejects_bad_config_with_a_reason() {
         let cases = [
             ("[]", "not a JSON object"),
             ("{}", "needs \"backend\""),
-            (r#"{"backend":"mongo"}"#, "must be \"jsonl\" or \"sqlite\""),
+            (
+                r#"{"backend":"mongo"}"#,
+                "must be \"jsonl\", \"sqlite\" or \"postgres\"",
+            ),
+            (r#"{"backend":"postgres"}"#, "needs a \"url\""),
+            (
+                r#"{"backend":"postgres","url":"postgresql://h/d","poolSize":0}"#,
+                "poolSize must be from 1",
+            ),
+            (
+                r#"{"backend":"postgres","url":"postgresql://h/d","sslMode":"maybe"}"#,
+                "sslMode must be",
+            ),
+            (
+                r#"{"backend":"postgres","url":"postgresql://h/d","schema":"a b"}"#,
+                "schema \"a b\" must be",
+            ),
+            (
+                r#"{"backend":"postgres","url":"postgresql://h/d","path":"/x"}"#,
+                "unknown key \"path\" for backend postgres",
+            ),
             (r#"{"backend":"jsonl"}"#, "needs a non-empty \"root\""),
             (r#"{"backend":"sqlite"}"#, "needs a \"path\""),
             (

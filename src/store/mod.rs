@@ -11,13 +11,17 @@ pub mod write_behind;
 
 use std::sync::Arc;
 
-pub use config::{BackendConfig, Compression, JournalMode, JsonlConfig, SqliteConfig, StoreConfig};
+pub use config::{
+    BackendConfig, Compression, JournalMode, JsonlConfig, PostgresConfig, SqliteConfig, SslMode,
+    StoreConfig,
+};
 pub use coordinator::{Clock, PreparedSession, Store};
 pub use live::{AppendOptions, LiveSession};
 pub use view::SessionView;
 
 use crate::backend::Backend;
 use crate::backend::jsonl::JsonlBackend;
+use crate::backend::postgres::PostgresBackend;
 use crate::backend::sqlite::SqliteBackend;
 use crate::error::Result;
 
@@ -26,5 +30,6 @@ pub fn open_backend(config: &BackendConfig) -> Result<Arc<dyn Backend>> {
     Ok(match config {
         BackendConfig::Jsonl(c) => Arc::new(JsonlBackend::open(c.clone())?),
         BackendConfig::Sqlite(c) => Arc::new(SqliteBackend::open(c)?),
+        BackendConfig::Postgres(c) => Arc::new(PostgresBackend::open(c)?),
     })
 }

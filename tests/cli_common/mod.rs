@@ -53,10 +53,24 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let out = Command::new(env!("CARGO_BIN_EXE_dsh-persist"))
-        .args(args)
-        .output()
-        .expect("run dsh-persist");
+    run_env(args, &[])
+}
+
+/// Runs the binary with `args` and environment changes (`None` removes).
+pub fn run_env<I, S>(args: I, env: &[(&str, Option<&str>)]) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsh-persist"));
+    cmd.args(args);
+    for (k, v) in env {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let out = cmd.output().expect("run dsh-persist");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),

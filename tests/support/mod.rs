@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 pub mod conv;
+pub mod pg;
 
 /// `../shared/fixtures/upstream`, resolved from the crate root (overridable
 /// with `DSH_FIXTURES`).
@@ -25,8 +26,12 @@ pub fn bench_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench")
 }
 
-/// A temporary directory (mode 0700) removed on drop.
-pub struct TempDir(PathBuf);
+/// Cleanups run when a [`TempDir`] is dropped, by key.
+type Cleanups = std::sync::Mutex<Vec<(String, Box<dyn FnOnce() + Send>)>>;
+
+/// A temporary directory (mode 0700) removed on drop, with cleanups of
+/// things that belong to it elsewhere (a PostgreSQL test schema).
+pub struct TempDir(PathBuf, Cleanups);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
@@ -42,16 +47,27 @@ impl TempDir {
         ));
         fs::create_dir_all(&p).unwrap();
         fs::set_permissions(&p, fs::Permissions::from_mode(0o700)).unwrap();
-        TempDir(p)
+        TempDir(p, Default::default())
     }
 
     pub fn path(&self) -> &Path {
         &self.0
     }
+
+    /// Runs `cleanup` when the directory is dropped; once per `key`.
+    pub fn on_drop_once(&self, key: &str, cleanup: impl FnOnce() + Send + 'static) {
+        let mut hooks = self.1.lock().unwrap();
+        if !hooks.iter().any(|(k, _)| k == key) {
+            hooks.push((key.to_string(), Box::new(cleanup)));
+        }
+    }
 }
 
 impl Drop for TempDir {
     fn drop(&mut self) {
+        for (_, hook) in self.1.get_mut().map(std::mem::take).unwrap_or_default() {
+            hook();
+        }
         let _ = fs::remove_dir_all(&self.0);
     }
 }

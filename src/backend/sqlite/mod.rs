@@ -7,16 +7,19 @@
 //! one file consistent, and a stale writer is refused by the tail check.
 //!
 //! Files: [`schema`] (pragmas, identity, init), [`access`] (POSIX checks),
-//! [`varint`] (`source_event_seqs`), [`rows`] (row encoding), [`reader`],
-//! [`writer`], [`scan`] (the read-only walk of `verify`, file probing).
+//! [`rows`] (the shared row encoding of [`crate::backend::rows`] in SQLite's
+//! values), [`reader`], [`writer`], [`scan`] (the read-only walk of
+//! `verify`, file probing).
 
 pub mod access;
 pub mod reader;
 pub mod rows;
 pub mod scan;
 pub mod schema;
-pub mod varint;
 pub mod writer;
+
+/// The `source_event_seqs` codec, shared with the other row store.
+pub use crate::backend::rows::varint;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

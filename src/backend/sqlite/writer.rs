@@ -3,7 +3,8 @@
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
-use crate::backend::{Expect, Revision, StoredLog, TornTail};
+use crate::backend::rows::checks::{self, check_contiguous};
+use crate::backend::{Expect, Revision, StoredLog};
 use crate::codec::chunk_rows::{PackLimits, pack};
 use crate::error::{Error, Result};
 use crate::model::event::Event;
@@ -17,22 +18,6 @@ use super::sql_error;
 fn begin<'c>(conn: &'c mut Connection, label: &str) -> Result<Transaction<'c>> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(|e| sql_error(label, "cannot start a write transaction", e))
-}
-
-/// Checks that `events` continue each other from `events[0].seq`.
-fn check_contiguous(id: &str, events: &[Event]) -> Result<()> {
-    let first = events[0].seq;
-    for (i, e) in events.iter().enumerate() {
-        if e.seq != first + i as u64 {
-            return Err(Error::invalid(format!(
-                "append to session {} is not contiguous: event {i} has seq {}, expected {}",
-                quote(id),
-                e.seq,
-                first + i as u64
-            )));
-        }
-    }
-    Ok(())
 }
 
 fn insert_rows(tx: &Transaction<'_>, label: &str, id: &str, events: &[Event]) -> Result<()> {
@@ -156,28 +141,7 @@ pub fn append(
         None => 0,
         Some(_) => reader::last_logical_seq(&tx, label, id)?.map_or(0, |s| s + 1),
     };
-    match (&expect, &existing) {
-        (Expect::New, Some(_)) => {
-            return Err(Error::conflict(format!(
-                "session {} already exists in this store",
-                quote(id)
-            )));
-        }
-        (Expect::At(_), None) => {
-            return Err(Error::conflict(format!(
-                "session {} is no longer stored; another writer removed it",
-                quote(id)
-            )));
-        }
-        _ => {}
-    }
-    if events[0].seq != stored_next {
-        return Err(Error::conflict(format!(
-            "stale append to session {}: the stored log continues at seq {stored_next}, but this batch starts at seq {} (another writer appended)",
-            quote(id),
-            events[0].seq
-        )));
-    }
+    checks::check_append_target(id, expect, existing.is_some(), stored_next, events[0].seq)?;
     if existing.is_none() {
         insert_session(&tx, label, header)?;
     }
@@ -205,41 +169,14 @@ pub fn commit_repair(
     closers: &[Event],
     token: &dyn Fn(&str, i64) -> Revision,
 ) -> Result<(String, i64)> {
-    let from_seq = match &log.torn {
-        None => None,
-        Some(TornTail::Sqlite { from_seq }) => Some(*from_seq),
-        Some(other) => {
-            return Err(Error::invariant(format!(
-                "SQLite repair of session {} got a torn tail of another backend: {other:?}",
-                quote(id)
-            )));
-        }
-    };
-    if let Some(first) = closers.first() {
-        check_contiguous(id, closers)?;
-        if first.seq != log.events.len() as u64 {
-            return Err(Error::invalid(format!(
-                "closers of session {} start at seq {}, but the intact log ends before seq {}",
-                quote(id),
-                first.seq,
-                log.events.len()
-            )));
-        }
-    }
+    let from_seq = checks::repair_plan(id, log, closers)?;
     let tx = begin(conn, label)?;
     let Some(current) = reader::session_row(&tx, label, id)? else {
-        return Err(Error::conflict(format!(
-            "session {} is no longer stored; cannot repair it",
-            quote(id)
-        )));
+        return Err(checks::repair_gone(id));
     };
-    if token(&current.incarnation, current.revision) != log.revision {
-        return Err(Error::conflict(format!(
-            "session {} changed since it was read (revision {} is now {}); read it again before repairing",
-            quote(id),
-            log.revision,
-            token(&current.incarnation, current.revision)
-        )));
+    let now = token(&current.incarnation, current.revision);
+    if now != log.revision {
+        return Err(checks::repair_moved(id, &log.revision, &now));
     }
     if from_seq.is_none() && closers.is_empty() {
         return Ok((current.incarnation, current.revision));

@@ -1,0 +1,418 @@
+//! PostgreSQL backend: the rows of SQLite schema 17 in tables on a database
+//! server, for deployments where many hosts share one store.
+//!
+//! The rows are those of the SQLite backend, encoded and decoded by the same
+//! code ([`crate::backend::rows`]): packed chunk rows, zstd `data` from
+//! 4,096 bytes on, varint `source_event_seqs`; the same torn-tail rules
+//! (a row that fails to decode after the last `turn/end` is torn; before it,
+//! corruption) and repair. A log converted between SQLite and PostgreSQL
+//! reads back byte for byte the same.
+//!
+//! - One transaction per durable batch, `synchronous_commit = on` (checked
+//!   on every connection): an append returns once the server flushed it.
+//! - Writers are ordered by a row lock on the session and refused by the
+//!   tail check when stale; across hosts, live writers exclude each other
+//!   with advisory locks ([`lock`]).
+//! - A failed attempt is retried on a fresh connection, never duplicating a
+//!   batch ([`writer`]).
+//! - Every committed batch notifies the channel `<schema>.batches`
+//!   ([`NOTIFY_SUFFIX`]), so a follower can `LISTEN` instead of polling.
+//!
+//! Files: [`config`] (URL, schema, pool, TLS settings), [`tls`], [`pool`]
+//! (connections, error mapping), [`schema`] (tables, identity), [`reader`],
+//! [`writer`], [`lock`].
+
+pub mod config;
+pub mod lock;
+pub mod pool;
+pub mod reader;
+pub mod schema;
+pub mod tls;
+pub mod writer;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::backend::rows::{checks, scan};
+use crate::backend::{
+    Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
+    TornTail,
+};
+use crate::error::{Error, Result};
+use crate::model::event::Event;
+use crate::model::header::SessionHeader;
+use crate::model::json::quote;
+
+pub use config::{PostgresConfig, SslMode};
+pub use lock::PgWriterLock;
+
+use pool::{Conn, Pool, pg_error, retryable};
+
+/// The notification channel of a store is `<schema>` followed by this.
+pub const NOTIFY_SUFFIX: &str = ".batches";
+
+/// Attempts of one operation (the first and two retries).
+const ATTEMPTS: u32 = 3;
+
+/// Why one attempt of an operation failed.
+pub enum Fail {
+    /// The driver failed (the connection or the server).
+    Pg(postgres::Error),
+    /// The connection could not be had.
+    Connect(Error),
+    /// The reply to a `COMMIT` was lost (fault injection).
+    Lost(String),
+    /// A final answer: a refusal of ours, corruption, a conflict.
+    Done(Error),
+}
+
+impl From<postgres::Error> for Fail {
+    fn from(e: postgres::Error) -> Fail {
+        Fail::Pg(e)
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        Fail::Done(e)
+    }
+}
+
+impl Fail {
+    fn retryable(&self) -> bool {
+        match self {
+            Fail::Pg(e) => retryable(e),
+            Fail::Connect(e) => e.kind() == crate::error::ErrorKind::Io,
+            Fail::Lost(_) => true,
+            Fail::Done(_) => false,
+        }
+    }
+
+    fn into_error(self, label: &str, what: &str) -> Error {
+        match self {
+            Fail::Pg(e) => pg_error(label, what, &e),
+            Fail::Connect(e) | Fail::Done(e) => e,
+            Fail::Lost(why) => Error::io_msg(format!("{label}: {what}: {why}")),
+        }
+    }
+}
+
+/// The PostgreSQL backend (see the module docs).
+pub struct PostgresBackend {
+    pool: Pool,
+    schema: String,
+    channel: String,
+    store_id: String,
+    revision_prefix: String,
+    /// Pids of the connections holding this backend's writer locks.
+    own_locks: Arc<Mutex<HashSet<i32>>>,
+}
+
+impl PostgresBackend {
+    /// Connects, checks the server and the schema (creating the tables in a
+    /// schema that holds none) and keeps the connection for the pool. A
+    /// server that cannot be reached is an `io` error naming it.
+    pub fn open(config: &PostgresConfig) -> Result<PostgresBackend> {
+        let resolved = config.resolve()?;
+        let tls = tls::connector(&resolved)?;
+        let ident = schema::quote_ident(&config.schema);
+        let label = resolved.label.clone();
+        let pool = Pool::new(resolved, tls, ident, config.pool_size);
+        let store_id = {
+            let mut conn = pool.get()?;
+            schema::ensure_schema(&mut conn.client, &label, &config.schema)?
+        };
+        Ok(PostgresBackend {
+            pool,
+            channel: format!("{}{NOTIFY_SUFFIX}", config.schema),
+            revision_prefix: format!("postgres:schema:{}", config.schema),
+            schema: config.schema.clone(),
+            store_id,
+            own_locks: Arc::default(),
+        })
+    }
+
+    /// Whether the schema of `config` holds a session store (its
+    /// `persistence_state` table), without creating anything: for reading
+    /// commands that must not make an empty store. Returns the server's
+    /// label too.
+    pub fn store_exists(config: &PostgresConfig) -> Result<(bool, String)> {
+        let resolved = config.resolve()?;
+        let tls = tls::connector(&resolved)?;
+        let mut conn = pool::connect(&resolved, &tls, &schema::quote_ident(&config.schema))?;
+        let exists: bool = conn
+            .client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n                  ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'persistence_state')",
+                &[&config.schema],
+            )
+            .map_err(|e| pg_error(&resolved.label, "cannot look for the session store", &e))?
+            .get(0);
+        let _ = conn.client.close();
+        Ok((exists, resolved.label))
+    }
+
+    /// `PostgreSQL server at host:port (database "d", schema "s")`.
+    pub fn label(&self) -> &str {
+        self.pool.label()
+    }
+
+    /// The schema holding the tables.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// The `store_id` of the schema (`persistence_state`).
+    pub fn store_id(&self) -> &str {
+        &self.store_id
+    }
+
+    /// The channel every committed batch notifies (`<schema>.batches`;
+    /// `LISTEN "<schema>.batches"`). The payload is JSON:
+    /// `{"id","kind":"append"|"repair","from","next","revision"}`, `from` the
+    /// first seq written (or cut), `next` the seq after the log's last
+    /// event; `id` is null for ids over 7,000 bytes.
+    pub fn notify_channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// A new connection of this store outside its pool, set up like the
+    /// pool's (tests, listeners).
+    pub fn connect_dedicated(&self) -> Result<postgres::Client> {
+        self.pool.connect_dedicated().map(|c| c.client)
+    }
+
+    fn token(&self, incarnation: &str, revision: i64) -> Revision {
+        Revision(format!(
+            "{}:store:{}:incarnation:{incarnation}:revision:{revision}",
+            self.revision_prefix, self.store_id
+        ))
+    }
+
+    /// Runs `op` on a pooled connection, again on a fresh one when an
+    /// attempt fails in a way that may pass (the connection broke, the
+    /// server restarted, a serialization victim), up to [`ATTEMPTS`] times.
+    /// `op` learns whether it is a retry.
+    fn run<T>(
+        &self,
+        what: &dyn Fn() -> String,
+        mut op: impl FnMut(&mut Conn, bool) -> std::result::Result<T, Fail>,
+    ) -> Result<T> {
+        let mut attempt = 0;
+        loop {
+            let outcome = match self.pool.get() {
+                Ok(mut conn) => {
+                    let r = op(&mut conn, attempt > 0);
+                    match &r {
+                        Err(Fail::Pg(e)) if e.as_db_error().is_none() => conn.discard(),
+                        Err(Fail::Lost(_)) => conn.discard(),
+                        _ => {}
+                    }
+                    r
+                }
+                Err(e) if e.kind() == crate::error::ErrorKind::Closed => return Err(e),
+                Err(e) => Err(Fail::Connect(e)),
+            };
+            match outcome {
+                Ok(v) => return Ok(v),
+                Err(f) if f.retryable() && attempt + 1 < ATTEMPTS => {
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_millis(50 << attempt));
+                }
+                Err(f) => return Err(f.into_error(self.label(), &what())),
+            }
+        }
+    }
+
+    /// Takes the exclusive writer lock of `id` if no other connection holds
+    /// it: `Ok(None)` when one does. The guard keeps a connection of its own
+    /// (not the pool's) for as long as it lives.
+    pub fn try_lock_writer(&self, id: &str) -> Result<Option<PgWriterLock>> {
+        let conn = self.pool.connect_dedicated()?;
+        PgWriterLock::try_take(conn, &self.schema, id, self.label(), self.own_locks.clone())
+    }
+
+    /// [`Self::try_lock_writer`], failing with [`Error::Busy`] when another
+    /// writer holds the lock.
+    pub fn lock_writer(&self, id: &str) -> Result<PgWriterLock> {
+        self.try_lock_writer(id)?.ok_or_else(|| {
+            Error::Busy(format!(
+                "{}: session {} is being written by another live session (its writer lock is held)",
+                self.label(),
+                quote(id)
+            ))
+        })
+    }
+
+    /// The server pids holding the writer lock of `id` (none, or one).
+    fn lock_holders(&self, id: &str) -> Result<Vec<i32>> {
+        let (hi, lo) = lock::key_halves(lock::lock_key(&self.schema, id));
+        self.run(
+            &|| format!("cannot ask who writes session {}", quote(id)),
+            |conn, _| {
+                let stmt = conn.prep(
+                    "SELECT pid FROM pg_catalog.pg_locks WHERE locktype = 'advisory' \
+                     AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) \
+                     AND classid = $1 AND objid = $2 AND objsubid = 1 AND granted",
+                )?;
+                let rows = conn.client.query(&stmt, &[&hi, &lo])?;
+                Ok(rows.iter().map(|r| r.get::<_, i32>(0)).collect())
+            },
+        )
+    }
+
+    /// Whether any writer (of this process or another host) holds the lock
+    /// of `id`. Takes nothing: for readers.
+    pub fn writer_held(&self, id: &str) -> Result<bool> {
+        Ok(!self.lock_holders(id)?.is_empty())
+    }
+
+    /// Whether a writer other than this backend's own locks holds `id`.
+    pub fn writer_held_elsewhere(&self, id: &str) -> Result<bool> {
+        let holders = self.lock_holders(id)?;
+        let own = self.own_locks.lock();
+        Ok(holders.iter().any(|pid| !own.contains(pid)))
+    }
+}
+
+impl Backend for PostgresBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Postgres
+    }
+
+    fn locate(&self, _header: &SessionHeader) -> Result<Option<Location>> {
+        Ok(None)
+    }
+
+    fn list(&self) -> Result<Vec<SessionHeader>> {
+        let rows = self.run(&|| "cannot list sessions".into(), |c, _| reader::list(c))?;
+        Ok(rows.into_iter().map(|r| r.header).collect())
+    }
+
+    fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {
+        let rows = self.run(&|| "cannot list sessions".into(), |c, _| reader::list(c))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let rev = self.token(&r.incarnation, r.revision);
+                (r.header, rev)
+            })
+            .collect())
+    }
+
+    fn revision(&self, id: &str) -> Result<Option<Revision>> {
+        let row = self.run(&|| format!("cannot read session {}", quote(id)), |c, _| {
+            let stmt = c.prep(reader::SESSION_SQL)?;
+            reader::session(&mut c.client, &stmt, id)
+        })?;
+        Ok(row.map(|r| self.token(&r.incarnation, r.revision)))
+    }
+
+    fn append(
+        &self,
+        header: &SessionHeader,
+        events: &[Event],
+        expect: Expect<'_>,
+    ) -> Result<Revision> {
+        let id = header.id.as_str();
+        if events.is_empty() {
+            // Nothing to write; a session is materialized only by events.
+            return match self.revision(id)? {
+                Some(rev) => Ok(rev),
+                None => Err(Error::invalid(format!(
+                    "the first append to session {} must carry at least one event",
+                    quote(id)
+                ))),
+            };
+        }
+        checks::check_contiguous(id, events)?;
+        writer::check_header(header)?;
+        let batch = writer::Batch::encode(id, events)?;
+        let first = events[0].seq;
+        let next = first + events.len() as u64;
+        let notify = writer::Notify {
+            channel: &self.channel,
+            kind: "append",
+        };
+        let (inc, rev) = self.run(
+            &|| format!("cannot append to session {}", quote(id)),
+            |c, retry| writer::append(c, header, &batch, first, next, expect, &notify, retry),
+        )?;
+        Ok(self.token(&inc, rev))
+    }
+
+    fn read(&self, id: &str) -> Result<Option<StoredLog>> {
+        let read = self.run(
+            &|| format!("cannot read the events of session {}", quote(id)),
+            |c, _| scan::read_pipelined(|sink| reader::read_log(c, id, sink)),
+        )?;
+        Ok(read.map(|(session, events, torn)| StoredLog {
+            revision: self.token(&session.incarnation, session.revision),
+            header: session.header,
+            events,
+            // A torn row with a negative seq sorts first: everything is torn.
+            torn: torn.map(|s| TornTail::Sqlite {
+                from_seq: s.max(0) as u64,
+            }),
+            raw_log: None,
+        }))
+    }
+
+    fn read_from(&self, id: &str, from_seq: u64) -> Result<Option<ScannedSuffix>> {
+        let fetched = self.run(
+            &|| format!("cannot read the events of session {}", quote(id)),
+            |c, _| reader::fetch_suffix(c, id, from_seq),
+        )?;
+        let Some((session, rows)) = fetched else {
+            return Ok(None);
+        };
+        Ok(Some(ScannedSuffix {
+            header: session.header,
+            events: scan::scan_suffix(rows, from_seq)?,
+            raw_log: None,
+        }))
+    }
+
+    fn commit_repair(&self, id: &str, log: &StoredLog, closers: &[Event]) -> Result<Revision> {
+        let from_seq = checks::repair_plan(id, log, closers)?;
+        let batch = writer::Batch::encode(id, closers)?;
+        let next = log.events.len() as u64 + closers.len() as u64;
+        let notify = writer::Notify {
+            channel: &self.channel,
+            kind: "repair",
+        };
+        let token = |inc: &str, rev: i64| self.token(inc, rev);
+        let (inc, rev) = self.run(
+            &|| format!("cannot repair session {}", quote(id)),
+            |c, retry| {
+                writer::commit_repair(
+                    c,
+                    id,
+                    from_seq,
+                    &batch,
+                    next,
+                    &log.revision,
+                    &token,
+                    &notify,
+                    retry,
+                )
+            },
+        )?;
+        Ok(self.token(&inc, rev))
+    }
+
+    fn read_raw(&self, _id: &str) -> Result<Option<RawArtifact>> {
+        Err(Error::Unsupported(
+            "read_raw is not supported by the PostgreSQL backend (it keeps no per-session artifact)"
+                .to_string(),
+        ))
+    }
+
+    fn close(&self) -> Result<()> {
+        self.pool.close();
+        Ok(())
+    }
+}

@@ -1,0 +1,107 @@
+//! The preconditions of a row store's appends and repairs (SPEC §4.3),
+//! checked under its write lock before anything changes; one set of rules
+//! and messages for SQLite and PostgreSQL.
+
+use crate::backend::{Expect, StoredLog, TornTail};
+use crate::error::{Error, Result};
+use crate::model::event::Event;
+use crate::model::json::quote;
+
+/// Checks that `events` continue each other from `events[0].seq`.
+pub fn check_contiguous(id: &str, events: &[Event]) -> Result<()> {
+    let Some(first) = events.first().map(|e| e.seq) else {
+        return Ok(());
+    };
+    for (i, e) in events.iter().enumerate() {
+        if e.seq != first + i as u64 {
+            return Err(Error::invalid(format!(
+                "append to session {} is not contiguous: event {i} has seq {}, expected {}",
+                quote(id),
+                e.seq,
+                first + i as u64
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks an append against what is stored: whether the session exists as
+/// `expect` says, and that the batch starts at the stored next seq
+/// (`stored_next`, 0 for a session without rows).
+pub fn check_append_target(
+    id: &str,
+    expect: Expect<'_>,
+    exists: bool,
+    stored_next: u64,
+    first_seq: u64,
+) -> Result<()> {
+    match (expect, exists) {
+        (Expect::New, true) => {
+            return Err(Error::conflict(format!(
+                "session {} already exists in this store",
+                quote(id)
+            )));
+        }
+        (Expect::At(_), false) => {
+            return Err(Error::conflict(format!(
+                "session {} is no longer stored; another writer removed it",
+                quote(id)
+            )));
+        }
+        _ => {}
+    }
+    if first_seq != stored_next {
+        return Err(Error::conflict(format!(
+            "stale append to session {}: the stored log continues at seq {stored_next}, but this batch starts at seq {first_seq} (another writer appended)",
+            quote(id)
+        )));
+    }
+    Ok(())
+}
+
+/// The first seq of the torn rows a repair of `log` deletes (`None`: no torn
+/// tail), after checking that `closers` continue the intact log.
+pub fn repair_plan(id: &str, log: &StoredLog, closers: &[Event]) -> Result<Option<u64>> {
+    let from_seq = match &log.torn {
+        None => None,
+        Some(TornTail::Sqlite { from_seq }) => Some(*from_seq),
+        Some(other) => {
+            return Err(Error::invariant(format!(
+                "row-store repair of session {} got a torn tail of another backend: {other:?}",
+                quote(id)
+            )));
+        }
+    };
+    if let Some(first) = closers.first() {
+        check_contiguous(id, closers)?;
+        if first.seq != log.events.len() as u64 {
+            return Err(Error::invalid(format!(
+                "closers of session {} start at seq {}, but the intact log ends before seq {}",
+                quote(id),
+                first.seq,
+                log.events.len()
+            )));
+        }
+    }
+    Ok(from_seq)
+}
+
+/// The conflict of a repair whose session moved since it was read.
+pub fn repair_moved(
+    id: &str,
+    read: &impl std::fmt::Display,
+    now: &impl std::fmt::Display,
+) -> Error {
+    Error::conflict(format!(
+        "session {} changed since it was read (revision {read} is now {now}); read it again before repairing",
+        quote(id)
+    ))
+}
+
+/// The conflict of a repair whose session is gone.
+pub fn repair_gone(id: &str) -> Error {
+    Error::conflict(format!(
+        "session {} is no longer stored; cannot repair it",
+        quote(id)
+    ))
+}

@@ -1,0 +1,403 @@
+//! The event rows of schema 17 (SPEC §4.2), shared by every backend that
+//! stores them: SQLite (`src/backend/sqlite/`) and PostgreSQL
+//! (`src/backend/postgres/`). One encoding, one decoding and one set of
+//! torn-tail rules ([`scan`]), so a log moves between the two without a byte
+//! changing.
+//!
+//! A scalar row holds one event; a packed row (`ignorable = 0`) holds one
+//! chunk-row of the codec (SPEC §2). `data` is TEXT, or a zstd BLOB when the
+//! text is at least [`COMPRESS_MIN_BYTES`] long and compresses smaller.
+//! `source_event_seqs` is a varint BLOB ([`varint`]).
+//!
+//! Files: this one (row values, encoding, decoding), [`varint`], [`scan`]
+//! (the last-turn/end rule over decoded rows, the pipelined full read, the
+//! seeking suffix read), [`checks`] (the append and repair preconditions).
+
+pub mod checks;
+pub mod scan;
+pub mod varint;
+
+use std::io::Read as _;
+
+use crate::codec::chunk_rows::{PackedRow, Record};
+use crate::model::event::{Event, EventType, KeyOrder};
+use crate::model::json::{self, JsonText, MAX_SAFE_INTEGER};
+
+/// One column value as a row store holds it (SQLite's storage classes; the
+/// PostgreSQL backend maps its typed columns onto these).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Value {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::Text(v)
+    }
+}
+
+impl From<Vec<u8>> for Value {
+    fn from(v: Vec<u8>) -> Value {
+        Value::Blob(v)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::Integer(v)
+    }
+}
+
+/// `data` text of at least this many UTF-8 bytes is a compression candidate.
+pub const COMPRESS_MIN_BYTES: usize = 4096;
+
+/// Zstandard level of `data` BLOBs.
+pub const COMPRESSION_LEVEL: i32 = 3;
+
+/// Decompressed size cap of a packed row's `data` (the 1 MiB row bound).
+pub const PACKED_DATA_CAP: usize = 1024 * 1024;
+
+/// Decompressed size cap of a scalar row's `data` (a guard against
+/// decompression bombs; far above any real event).
+pub const SCALAR_DATA_CAP: usize = 1 << 30;
+
+/// The `ignorable` value marking a packed row.
+pub const PACKED_MARKER: i64 = 0;
+
+/// One `events` row as stored (the columns after `session_id`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredRow {
+    pub seq: i64,
+    pub event_type: Value,
+    pub time: i64,
+    pub data: Value,
+    pub source_event_seqs: Value,
+    pub surface_op: Value,
+    pub ignorable: Value,
+}
+
+impl StoredRow {
+    /// Whether this row is marked as packed (`ignorable = 0`).
+    pub fn is_packed(&self) -> bool {
+        matches!(self.ignorable, Value::Integer(PACKED_MARKER))
+    }
+}
+
+/// The column values of one row to insert.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EncodedRow {
+    pub seq: i64,
+    pub event_type: String,
+    pub time: i64,
+    pub data: Value,
+    pub source_event_seqs: Option<Vec<u8>>,
+    pub surface_op: Option<String>,
+    pub ignorable: Option<i64>,
+}
+
+/// `data` as TEXT, or as a zstd BLOB when that is smaller (SPEC §4.2).
+pub fn encode_data(text: &str) -> Value {
+    if text.len() >= COMPRESS_MIN_BYTES {
+        if let Ok(blob) = zstd::bulk::compress(text.as_bytes(), COMPRESSION_LEVEL) {
+            if blob.len() < text.len() {
+                return Value::Blob(blob);
+            }
+        }
+    }
+    Value::Text(text.to_string())
+}
+
+thread_local! {
+    static DECODER: std::cell::RefCell<zstd::zstd_safe::DCtx<'static>> =
+        std::cell::RefCell::new(zstd::zstd_safe::DCtx::create());
+}
+
+/// The JSON text of `data`, decompressing a BLOB (output capped at `cap`
+/// bytes) and requiring valid UTF-8.
+pub fn decode_data(value: Value, cap: usize) -> Result<String, String> {
+    match value {
+        Value::Text(t) => Ok(t),
+        other => decode_data_ref(&other, cap).map(std::borrow::Cow::into_owned),
+    }
+}
+
+/// [`decode_data`] of a borrowed value: TEXT is borrowed, not copied.
+pub fn decode_data_ref(value: &Value, cap: usize) -> Result<std::borrow::Cow<'_, str>, String> {
+    match value {
+        Value::Text(t) => Ok(std::borrow::Cow::Borrowed(t)),
+        Value::Blob(b) => DECODER.with(|ctx| {
+            // One decoding context per thread, reused: creating one per row
+            // costs large allocations (and, on two threads, their unmapping).
+            let mut ctx = ctx.borrow_mut();
+            let mut decoder = zstd::stream::read::Decoder::with_context(&b[..], &mut ctx);
+            let mut out = Vec::with_capacity(b.len().saturating_mul(4).min(cap));
+            decoder
+                .by_ref()
+                .take(cap as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("data BLOB does not decompress: {e}"))?;
+            if out.len() > cap {
+                return Err(format!("data BLOB decompresses to more than {cap} bytes"));
+            }
+            String::from_utf8(out)
+                .map(std::borrow::Cow::Owned)
+                .map_err(|e| format!("data BLOB is not valid UTF-8: {e}"))
+        }),
+        Value::Null => Err("data is NULL".into()),
+        Value::Integer(_) | Value::Real(_) => Err("data is a number, not JSON text".into()),
+    }
+}
+
+/// Encodes one record as a row.
+pub fn encode_record(record: &Record) -> Result<EncodedRow, String> {
+    match record {
+        Record::Packed(row) => Ok(EncodedRow {
+            seq: row.seq0() as i64,
+            event_type: row.tag().to_string(),
+            time: row.time0(),
+            data: encode_data(row.data_json()),
+            source_event_seqs: None,
+            surface_op: None,
+            ignorable: Some(PACKED_MARKER),
+        }),
+        Record::Event(e) => {
+            let source_event_seqs = match &e.source_event_seqs {
+                None => None,
+                Some(text) => Some(varint::encode(&parse_seqs(text.as_str()).ok_or_else(
+                    || {
+                        format!(
+                            "event at seq {} has sourceEventSeqs {} that is not an array of non-negative safe integers",
+                            e.seq,
+                            text.as_str()
+                        )
+                    },
+                )?)),
+            };
+            if e.seq > MAX_SAFE_INTEGER as u64 {
+                return Err(format!("event seq {} is not a safe integer", e.seq));
+            }
+            Ok(EncodedRow {
+                seq: e.seq as i64,
+                event_type: e.type_str().to_string(),
+                time: e.time,
+                data: encode_data(e.data.as_str()),
+                source_event_seqs,
+                surface_op: e.surface_op.as_ref().map(|t| t.as_str().to_string()),
+                ignorable: e.ignorable.then_some(1),
+            })
+        }
+    }
+}
+
+fn parse_seqs(text: &str) -> Option<Vec<u64>> {
+    json::array_items(text)
+        .ok()?
+        .into_iter()
+        .map(json::as_safe_uint)
+        .collect()
+}
+
+fn safe_seq(seq: i64) -> Result<u64, String> {
+    if (0..=MAX_SAFE_INTEGER).contains(&seq) {
+        Ok(seq as u64)
+    } else {
+        Err(format!("seq {seq} is not a non-negative safe integer"))
+    }
+}
+
+fn safe_time(time: i64) -> Result<i64, String> {
+    if time.unsigned_abs() <= MAX_SAFE_INTEGER as u64 {
+        Ok(time)
+    } else {
+        Err(format!("time {time} is not a safe integer"))
+    }
+}
+
+fn json_text(text: &str, column: &str) -> Result<JsonText, String> {
+    let mut s = json::Scanner::new(text);
+    s.skip_value()
+        .and_then(|_| s.expect_end())
+        .map_err(|e| format!("{column} is not valid JSON: {e}"))?;
+    Ok(JsonText::from_trusted(text))
+}
+
+/// Decodes a stored row into a record. The error says what is malformed.
+pub fn decode_row(row: StoredRow) -> Result<Record, String> {
+    decode_row_ref(&row)
+}
+
+/// [`decode_row`] of a borrowed row: the record owns copies of what it
+/// keeps, and the row's buffers stay with the caller. (A decoding thread
+/// that freed rows another thread allocated would contend with it for that
+/// thread's allocator arena.)
+pub fn decode_row_ref(row: &StoredRow) -> Result<Record, String> {
+    let seq = safe_seq(row.seq)?;
+    let time = safe_time(row.time)?;
+    let Value::Text(type_name) = &row.event_type else {
+        return Err("type is not TEXT".into());
+    };
+    if row.is_packed() {
+        if !matches!(row.source_event_seqs, Value::Null) || !matches!(row.surface_op, Value::Null) {
+            return Err("packed row carries surface columns".into());
+        }
+        let data = decode_data_ref(&row.data, PACKED_DATA_CAP)?;
+        let packed = PackedRow::from_parts(type_name, seq, time, &data).map_err(|e| e.0)?;
+        return Ok(Record::Packed(packed));
+    }
+    let ignorable = match row.ignorable {
+        Value::Null => false,
+        Value::Integer(1) => true,
+        _ => return Err("ignorable is neither NULL, 0 nor 1".into()),
+    };
+    let data = json_text(&decode_data_ref(&row.data, SCALAR_DATA_CAP)?, "data")?;
+    let source_event_seqs = match &row.source_event_seqs {
+        Value::Null => None,
+        Value::Blob(b) => Some(JsonText::from_trusted(
+            varint::decode_to_json(b).map_err(|e| e.0)?,
+        )),
+        _ => return Err("source_event_seqs is not a BLOB".into()),
+    };
+    let surface_op = match &row.surface_op {
+        Value::Null => None,
+        Value::Text(t) => Some(json_text(t, "surface_op")?),
+        _ => return Err("surface_op is not TEXT".into()),
+    };
+    Ok(Record::Event(Event {
+        event_type: EventType::new(type_name),
+        seq,
+        time,
+        data,
+        source_event_seqs,
+        surface_op,
+        ignorable,
+        key_order: KeyOrder::LIVE,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(enc: &EncodedRow) -> StoredRow {
+        StoredRow {
+            seq: enc.seq,
+            event_type: Value::Text(enc.event_type.clone()),
+            time: enc.time,
+            data: enc.data.clone(),
+            source_event_seqs: enc
+                .source_event_seqs
+                .clone()
+                .map_or(Value::Null, Value::Blob),
+            surface_op: enc.surface_op.clone().map_or(Value::Null, Value::Text),
+            ignorable: enc.ignorable.map_or(Value::Null, Value::Integer),
+        }
+    }
+
+    #[test]
+    fn scalar_event_round_trip_in_live_key_order() {
+        let e = Event::parse(
+            r#"{"type":"user/message","time":5,"seq":7,"data":{"b":1,"a":[2]},"surfaceOp":"append","sourceEventSeqs":[1,6,2],"ignorable":true}"#,
+        )
+        .unwrap();
+        let enc = encode_record(&Record::Event(e)).unwrap();
+        assert_eq!(enc.data, Value::Text(r#"{"b":1,"a":[2]}"#.into()));
+        assert_eq!(enc.source_event_seqs.as_deref(), Some(&[1u8, 10, 7][..]));
+        assert_eq!(enc.ignorable, Some(1));
+        let Record::Event(back) = decode_row(stored(&enc)).unwrap() else {
+            panic!("not an event")
+        };
+        assert_eq!(
+            back.to_json(),
+            r#"{"type":"user/message","seq":7,"time":5,"data":{"b":1,"a":[2]},"sourceEventSeqs":[1,6,2],"surfaceOp":"append","ignorable":true}"#
+        );
+    }
+
+    #[test]
+    fn large_data_is_compressed_only_when_smaller() {
+        let text = format!("{{\"x\":\"{}\"}}", "a".repeat(5000));
+        let Value::Blob(b) = encode_data(&text) else {
+            panic!("not compressed")
+        };
+        // zstd frame, header descriptor: content size present, single segment, no checksum
+        assert_eq!(&b[..4], &[0x28, 0xb5, 0x2f, 0xfd]);
+        assert_eq!(b[4] & 0x20, 0x20);
+        assert_eq!(b[4] & 0x04, 0);
+        assert_eq!(decode_data(Value::Blob(b), PACKED_DATA_CAP).unwrap(), text);
+        let short = format!("\"{}\"", "a".repeat(4000));
+        assert!(matches!(encode_data(&short), Value::Text(_)));
+    }
+
+    #[test]
+    fn decode_rejects_bad_rows() {
+        let base = StoredRow {
+            seq: 1,
+            event_type: Value::Text("turn/start".into()),
+            time: 0,
+            data: Value::Text("{\"turn\":1}".into()),
+            source_event_seqs: Value::Null,
+            surface_op: Value::Null,
+            ignorable: Value::Null,
+        };
+        assert!(decode_row(base.clone()).is_ok());
+        let bad = |f: &dyn Fn(&mut StoredRow), want: &str| {
+            let mut r = base.clone();
+            f(&mut r);
+            let e = decode_row(r).unwrap_err();
+            assert!(e.contains(want), "{e} does not contain {want}");
+        };
+        bad(
+            &|r| r.data = Value::Text("not json{".into()),
+            "data is not valid JSON",
+        );
+        bad(
+            &|r| r.data = Value::Blob(vec![1, 2, 3]),
+            "does not decompress",
+        );
+        bad(
+            &|r| r.data = Value::Blob(zstd::bulk::compress(&[0xff, 0xfe], 3).unwrap()),
+            "UTF-8",
+        );
+        bad(&|r| r.seq = -1, "seq -1");
+        bad(&|r| r.time = MAX_SAFE_INTEGER + 1, "time");
+        bad(
+            &|r| r.source_event_seqs = Value::Blob(vec![0x80]),
+            "truncated varint",
+        );
+        bad(
+            &|r| r.source_event_seqs = Value::Text("[1]".into()),
+            "not a BLOB",
+        );
+        bad(
+            &|r| r.surface_op = Value::Text("{".into()),
+            "surface_op is not valid JSON",
+        );
+        bad(&|r| r.ignorable = Value::Integer(2), "ignorable");
+        bad(
+            &|r| r.ignorable = Value::Integer(0),
+            "unknown packed row tag",
+        );
+        // oversized packed data
+        let big = format!(
+            "{{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[0,0],\"texts\":[\"{}\",\"a\",\"b\"]}}",
+            "x".repeat(PACKED_DATA_CAP)
+        );
+        bad(
+            &|r| {
+                r.event_type = Value::Text("text-chunks".into());
+                r.ignorable = Value::Integer(0);
+                r.data = encode_data(&big);
+            },
+            "more than 1048576 bytes",
+        );
+    }
+}

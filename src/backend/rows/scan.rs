@@ -1,0 +1,410 @@
+//! The torn-tail rules over decoded rows (SPEC §4.3), for every row store:
+//! a row that fails to decode or breaks contiguity at or before the last row
+//! holding a `turn/end` is corruption; after it, it starts the torn tail.
+//!
+//! Also the two read shapes built on them: the pipelined full read
+//! ([`read_pipelined`]: rows are decoded on a second thread while the
+//! backend still fetches) and the seeking suffix read ([`scan_suffix`]).
+
+use crate::codec::chunk_rows::{PackLimits, Record};
+use crate::error::{Error, Result};
+use crate::model::event::Event;
+use crate::model::json::quote;
+
+use super::{StoredRow, decode_row, decode_row_ref};
+
+/// The corruption of a committed row (SPEC §4.3 wording).
+pub fn invalid_committed_row(seq: i64) -> Error {
+    Error::corruption(format!(
+        "corrupt session log: invalid committed physical row at seq {seq}"
+    ))
+}
+
+/// Applies the last-turn/end rule to decoded rows (ordered by seq) whose
+/// first record must start at `start`: a row that fails to decode or breaks
+/// contiguity at or before the last row holding a `turn/end` is corruption;
+/// after it, it starts the torn tail. Returns the intact events and the seq
+/// of the first torn row.
+pub fn scan_rows(
+    decoded: Vec<(i64, std::result::Result<Record, String>)>,
+    start: u64,
+) -> Result<(Vec<Event>, Option<i64>)> {
+    let last_turn_end = decoded
+        .iter()
+        .rposition(|(_, r)| matches!(r, Ok(rec) if rec.is_turn_end()));
+    let mut expected = start;
+    let mut events = Vec::with_capacity(decoded.len());
+    for (i, (seq, decoded)) in decoded.into_iter().enumerate() {
+        match decoded {
+            Ok(rec) if rec.first_seq() == expected => {
+                expected += rec.member_count();
+                rec.into_events(&mut events);
+            }
+            _ => {
+                if last_turn_end.is_some_and(|t| i <= t) {
+                    return Err(invalid_committed_row(seq));
+                }
+                return Ok((events, Some(seq)));
+            }
+        }
+    }
+    Ok((events, None))
+}
+
+fn decode_all(rows: Vec<StoredRow>) -> Vec<(i64, std::result::Result<Record, String>)> {
+    rows.into_iter().map(|r| (r.seq, decode_row(r))).collect()
+}
+
+/// One fetched row, decoded and judged on its own.
+struct RowInfo {
+    seq: i64,
+    /// A decoded record: its first seq, member count, and whether it is a
+    /// `turn/end`; `None` when the row does not decode.
+    record: Option<(u64, u64, bool)>,
+    /// The length of the stretch's events once this row's were added.
+    events_end: usize,
+}
+
+/// A stretch of rows decoded and expanded (not yet judged).
+struct DecodedRows {
+    infos: Vec<RowInfo>,
+    events: Vec<Event>,
+}
+
+fn decode_expand(rows: Vec<StoredRow>) -> DecodedRows {
+    let mut out = DecodedRows {
+        infos: Vec::with_capacity(rows.len()),
+        events: Vec::with_capacity(rows.len()),
+    };
+    decode_expand_into(rows, &mut out);
+    out
+}
+
+/// Decodes and expands `rows` after those already in `out`.
+fn decode_expand_into(rows: Vec<StoredRow>, out: &mut DecodedRows) {
+    decode_expand_ref(&rows, out);
+}
+
+/// [`decode_expand_into`] of borrowed rows (they are freed by the caller).
+fn decode_expand_ref(rows: &[StoredRow], out: &mut DecodedRows) {
+    for row in rows {
+        let seq = row.seq;
+        let record = match decode_row_ref(row) {
+            Ok(rec) => {
+                let info = (rec.first_seq(), rec.member_count(), rec.is_turn_end());
+                rec.into_events(&mut out.events);
+                Some(info)
+            }
+            Err(_) => None,
+        };
+        out.infos.push(RowInfo {
+            seq,
+            record,
+            events_end: out.events.len(),
+        });
+    }
+}
+
+/// The reference split read decodes logs of at least this many rows on two
+/// threads.
+#[cfg(test)]
+pub(crate) const PARALLEL_MIN_ROWS: usize = 512;
+
+/// [`scan_rows`] over a whole log (first seq 0), decoding and expanding
+/// the two halves of a large log on two threads; the same outcome.
+#[cfg(test)]
+pub(crate) fn scan_all_rows(
+    mut rows: Vec<StoredRow>,
+    parallel_min: usize,
+) -> Result<(Vec<Event>, Option<i64>)> {
+    let parts = if rows.len() >= parallel_min.max(2) {
+        let second = rows.split_off(rows.len() / 2);
+        let (a, b) =
+            crate::backend::parallel::join(|| decode_expand(rows), || decode_expand(second));
+        vec![a, b?]
+    } else {
+        vec![decode_expand(rows)]
+    };
+    judge_parts(parts)
+}
+
+/// The outcome of [`scan_rows`] over decoded stretches of a whole log (first
+/// seq 0), given in row order: the last-turn/end rule, then contiguity.
+fn judge_parts(parts: Vec<DecodedRows>) -> Result<(Vec<Event>, Option<i64>)> {
+    let last_turn_end = parts
+        .iter()
+        .flat_map(|p| p.infos.iter())
+        .enumerate()
+        .filter(|(_, i)| matches!(i.record, Some((_, _, true))))
+        .map(|(n, _)| n)
+        .last();
+    let mut expected = 0u64;
+    let mut index = 0usize;
+    let mut events: Vec<Event> = Vec::new();
+    for mut part in parts {
+        let mut keep = 0;
+        let mut torn = None;
+        for info in &part.infos {
+            match info.record {
+                Some((first, count, _)) if first == expected => {
+                    expected += count;
+                    keep = info.events_end;
+                }
+                _ => {
+                    if last_turn_end.is_some_and(|t| index <= t) {
+                        return Err(invalid_committed_row(info.seq));
+                    }
+                    torn = Some(info.seq);
+                    break;
+                }
+            }
+            index += 1;
+        }
+        part.events.truncate(keep);
+        if events.is_empty() {
+            events = part.events;
+        } else {
+            events.append(&mut part.events);
+        }
+        if torn.is_some() {
+            return Ok((events, torn));
+        }
+    }
+    Ok((events, None))
+}
+
+/// Rows per stretch handed to the decoding thread by [`read_pipelined`].
+const PIPELINE_CHUNK_ROWS: usize = 128;
+
+/// What [`read_pipelined`] returns: the fetch's own value (the session
+/// row), the intact events, the seq of the first torn row.
+pub type PipelinedRead<S> = (S, Vec<Event>, Option<i64>);
+
+/// Reads and decodes a whole log (first seq 0) while it is fetched:
+/// `fetch` hands every row, in seq order, to the sink it is given, and
+/// returns what else it read (the session row), or `None` when the session
+/// is not stored. Once the first [`PIPELINE_CHUNK_ROWS`] rows arrived, a
+/// second thread decodes stretches of rows while `fetch` goes on; then both
+/// decode what is left, this thread from the end. Work is shared by
+/// stretches, not halves, so a busy CPU slows the read instead of stalling
+/// it. Returns `fetch`'s value, the intact events and the seq of the first
+/// torn row: the outcome of [`scan_rows`] from seq 0. `fetch`'s errors
+/// come out as they are.
+pub fn read_pipelined<S, E, F>(fetch: F) -> std::result::Result<Option<PipelinedRead<S>>, E>
+where
+    F: FnOnce(&mut dyn FnMut(StoredRow)) -> std::result::Result<Option<S>, E>,
+    E: From<Error>,
+{
+    let queue = crate::backend::parallel::StretchQueue::default();
+    std::thread::scope(|scope| {
+        // Closes the queue on every way out, so the worker always ends.
+        let _close = queue.closer();
+        let mut worker = None;
+        let mut pending: Vec<StoredRow> = Vec::with_capacity(PIPELINE_CHUNK_ROWS);
+        let fetched = {
+            let mut sink = |row: StoredRow| {
+                pending.push(row);
+                if pending.len() == PIPELINE_CHUNK_ROWS {
+                    let full =
+                        std::mem::replace(&mut pending, Vec::with_capacity(PIPELINE_CHUNK_ROWS));
+                    queue.push(full);
+                    if worker.is_none() {
+                        worker = Some(
+                            std::thread::Builder::new()
+                                .name("dsh-read".into())
+                                .spawn_scoped(scope, || {
+                                    let mut front = DecodedRows {
+                                        infos: Vec::new(),
+                                        events: Vec::new(),
+                                    };
+                                    // The rows were allocated by the fetching
+                                    // thread: they are freed only once all is
+                                    // decoded.
+                                    let mut done = Vec::new();
+                                    while let Some(rows) = queue.pop_front() {
+                                        decode_expand_ref(&rows, &mut front);
+                                        done.push(rows);
+                                    }
+                                    (front, done)
+                                }),
+                        );
+                    }
+                }
+            };
+            fetch(&mut sink)
+        };
+        if !pending.is_empty() {
+            queue.push(std::mem::take(&mut pending));
+        }
+        queue.close();
+        // This thread decodes from the end; the worker took a prefix.
+        let mut back = Vec::new();
+        while let Some(rows) = queue.pop_back() {
+            back.push(decode_expand(rows));
+        }
+        let front = match worker {
+            Some(Ok(handle)) => Some(
+                handle
+                    .join()
+                    .map_err(|_| E::from(Error::invariant("a read worker panicked")))?,
+            ),
+            // No thread: nothing was taken from the front.
+            Some(Err(_)) | None => None,
+        };
+        let Some(fetched) = fetched? else {
+            return Ok(None);
+        };
+        let mut parts = Vec::with_capacity(back.len() + 1);
+        if let Some((front, done)) = front {
+            parts.push(front);
+            drop(done);
+        }
+        parts.extend(back.into_iter().rev());
+        let (events, torn) = judge_parts(parts)?;
+        Ok(Some((fetched, events, torn)))
+    })
+}
+
+/// The lowest seq a suffix read for `k` must fetch: the rows with
+/// `seq >= k`, and the packed rows (`ignorable = 0`) from this seq on that
+/// may cover `k` (a packed row holds at most `max_members` events).
+pub fn suffix_lookback_seq(k: u64) -> (i64, i64) {
+    let k_sql = i64::try_from(k).unwrap_or(i64::MAX);
+    let lookback = PackLimits::SQLITE.max_members as i64 - 1;
+    (k_sql.saturating_sub(lookback), k_sql)
+}
+
+/// Decodes the rows a suffix read fetched for `k` (see
+/// [`suffix_lookback_seq`]; ordered by seq): the events with `seq >= k`.
+/// The last-turn/end rule applies to the rows read; a torn tail is dropped.
+pub fn scan_suffix(rows: Vec<StoredRow>, k: u64) -> Result<Vec<Event>> {
+    let k_sql = i64::try_from(k).unwrap_or(i64::MAX);
+    let mut decoded = decode_all(rows);
+    // Of the packed rows before k, keep only one that covers k.
+    let before = decoded.iter().take_while(|(seq, _)| *seq < k_sql).count();
+    let cover = decoded[..before]
+        .iter()
+        .rposition(|(_, r)| matches!(r, Ok(rec) if rec.first_seq() + rec.member_count() > k));
+    let mut suffix = decoded.split_off(before);
+    let start = match cover {
+        Some(i) => {
+            let row = decoded.swap_remove(i);
+            let first = row.1.as_ref().map_or(k, Record::first_seq);
+            suffix.insert(0, row);
+            first
+        }
+        None => k,
+    };
+    let (mut events, _torn) = scan_rows(suffix, start)?;
+    events.retain(|e| e.seq >= k);
+    Ok(events)
+}
+
+/// The last logical seq of session `id` from its last row (an append
+/// continues after it). A last row that does not decode must be repaired
+/// by a load first: a conflict.
+pub fn last_logical_seq_of(id: &str, row: StoredRow) -> Result<u64> {
+    let seq = row.seq;
+    let rec = decode_row(row).map_err(|why| {
+        Error::conflict(format!(
+            "session {} ends in an undecodable row at seq {seq} ({why}); load the session to repair it before appending",
+            quote(id)
+        ))
+    })?;
+    Ok(rec.first_seq() + rec.member_count() - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::rows::{Value, encode_record};
+    use crate::codec::chunk_rows::pack;
+
+    fn event(ty: &str, seq: u64, data: &str) -> Event {
+        Event::parse(&format!(
+            r#"{{"type":"{ty}","seq":{seq},"time":{},"data":{data}}}"#,
+            100 + seq
+        ))
+        .unwrap()
+    }
+
+    /// The rows of a few turns, each with a packed run of chunks.
+    fn rows(turns: u64) -> Vec<StoredRow> {
+        let mut events = Vec::new();
+        for t in 1..=turns {
+            events.push(event(
+                "turn/start",
+                events.len() as u64,
+                &format!(r#"{{"turn":{t}}}"#),
+            ));
+            for k in 0..(4 + t % 3) {
+                let data = format!(
+                    r#"{{"turn":{t},"step":1,"chunk":{{"type":"text-delta","index":0,"text":"t{t}k{k}"}}}}"#
+                );
+                events.push(event("assistant/chunk", events.len() as u64, &data));
+            }
+            events.push(event(
+                "turn/end",
+                events.len() as u64,
+                &format!(r#"{{"turn":{t}}}"#),
+            ));
+        }
+        pack(&events, &PackLimits::SQLITE)
+            .iter()
+            .map(|r| {
+                let enc = encode_record(r).unwrap();
+                StoredRow {
+                    seq: enc.seq,
+                    event_type: Value::Text(enc.event_type),
+                    time: enc.time,
+                    data: enc.data,
+                    source_event_seqs: enc.source_event_seqs.map_or(Value::Null, Value::Blob),
+                    surface_op: enc.surface_op.map_or(Value::Null, Value::Text),
+                    ignorable: enc.ignorable.map_or(Value::Null, Value::Integer),
+                }
+            })
+            .collect()
+    }
+
+    fn show(r: Result<(Vec<Event>, Option<i64>)>) -> String {
+        match r {
+            Ok(v) => format!("{v:?}"),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    fn agree(rows: &[StoredRow], what: &str) {
+        let want = show(scan_rows(decode_all(rows.to_vec()), 0));
+        assert_eq!(show(scan_all_rows(rows.to_vec(), 2)), want, "split, {what}");
+        assert_eq!(
+            show(scan_all_rows(rows.to_vec(), usize::MAX)),
+            want,
+            "one thread, {what}"
+        );
+    }
+
+    #[test]
+    fn split_decoding_matches_scan_rows() {
+        let clean = rows(9);
+        assert!(clean.len() >= 4);
+        agree(&clean, "clean");
+        agree(&clean[..1], "one row");
+        agree(&[], "empty");
+        for i in 0..clean.len() {
+            let mut m = clean.clone();
+            m[i].data = Value::Text("{not json".into());
+            agree(&m, &format!("bad row {i}"));
+            let mut m = clean.clone();
+            m.remove(i);
+            agree(&m, &format!("missing row {i}"));
+            let mut m = clean[..=i].to_vec();
+            m[i].data = Value::Null;
+            agree(&m, &format!("bad last row {i}"));
+            for cut in [i, clean.len()] {
+                let mut m = clean[..cut].to_vec();
+                m.push(clean[i].clone());
+                agree(&m, &format!("repeated row {i} at {cut}"));
+            }
+        }
+    }
+}

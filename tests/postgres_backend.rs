@@ -1,0 +1,533 @@
+//! The PostgreSQL backend on a real server (`DSH_TEST_POSTGRES_URL`, see
+//! `tests/support/pg.rs`): torn tails and repair, corruption, schema
+//! refusals, TLS, an unreachable server, notifications, retries that never
+//! duplicate a batch, and writer exclusion across processes.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dsh_persist::ErrorKind;
+use dsh_persist::backend::postgres::{PostgresBackend, PostgresConfig, SslMode};
+use dsh_persist::backend::{Backend, Expect, TornTail};
+use dsh_persist::model::event::Event;
+use dsh_persist::model::header::SessionHeader;
+use dsh_persist::store::{BackendConfig, Store, StoreConfig};
+use support::pg::Schema;
+
+fn header(id: &str) -> SessionHeader {
+    let mut h = SessionHeader::new(id, 1_785_000_000_000);
+    h.cwd = Some("/srv/agent".into());
+    h
+}
+
+fn ev(ty: &str, seq: u64, data: &str) -> Event {
+    Event::parse(&format!(
+        r#"{{"type":"{ty}","seq":{seq},"time":{},"data":{data}}}"#,
+        1000 + seq
+    ))
+    .unwrap()
+}
+
+/// A closed turn `t` from `seq` on: start, a packed run of six text deltas
+/// (one chunk row), a large message (zstd `data`), end.
+fn turn(t: u64, seq: u64) -> Vec<Event> {
+    let mut out = vec![ev("turn/start", seq, &format!(r#"{{"turn":{t}}}"#))];
+    for k in 0..6 {
+        out.push(ev(
+            "assistant/chunk",
+            seq + 1 + k,
+            &format!(
+                r#"{{"turn":{t},"step":1,"chunk":{{"type":"text-delta","index":0,"text":"t{t}k{k} "}}}}"#
+            ),
+        ));
+    }
+    out.push(ev(
+        "session/title",
+        seq + 7,
+        &format!(r#"{{"title":"{}"}}"#, "long title ".repeat(500)),
+    ));
+    out.push(ev(
+        "turn/end",
+        seq + 8,
+        &format!(r#"{{"turn":{t},"reason":{{"kind":"completed"}}}}"#),
+    ));
+    out
+}
+
+fn json(events: &[Event]) -> Vec<String> {
+    events.iter().map(Event::to_json).collect()
+}
+
+fn store(schema: &Schema) -> Store {
+    let mut c = StoreConfig::with_backend(BackendConfig::Postgres(schema.config()));
+    c.write_batch_max_delay_ms = 10;
+    Store::open(c).unwrap()
+}
+
+#[test]
+fn rows_are_the_sqlite_rows_and_torn_tails_are_cut_on_load() {
+    let Some(url) = support::pg::url("rows_are_the_sqlite_rows_and_torn_tails") else {
+        return;
+    };
+    let schema = Schema::new(&url, "torn");
+    let be = PostgresBackend::open(&schema.config()).unwrap();
+    let h = header("s");
+    let mut events = turn(1, 0);
+    events.extend(turn(2, 9));
+    be.append(&h, &events[..9], Expect::New).unwrap();
+    let rev = be.revision("s").unwrap().unwrap();
+    be.append(&h, &events[9..], Expect::At(&rev)).unwrap();
+    let mut admin = schema.admin();
+    // Packed chunk rows (ignorable = 0) and a compressed title.
+    let rows: Vec<(i64, String, bool, Option<i16>)> = admin
+        .query(
+            "SELECT seq, type, data_zstd IS NOT NULL, ignorable FROM events WHERE session_id = 's' ORDER BY seq",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    assert_eq!(rows.len(), 8, "{rows:?}");
+    assert_eq!(rows[1], (1, "text-chunks".into(), false, Some(0)));
+    assert_eq!(rows[2], (7, "session/title".into(), true, None));
+    let log = be.read("s").unwrap().unwrap();
+    assert_eq!(json(&log.events), json(&events));
+    assert_eq!(log.torn, None);
+    let from = be.read_from("s", 12).unwrap().unwrap();
+    assert_eq!(json(&from.events), json(&events[12..]));
+
+    // A row after the last turn/end that does not decode is torn...
+    admin
+        .execute(
+            "INSERT INTO events (session_id, seq, type, time, data) VALUES ('s', 18, 'turn/start', 5, '{bad')",
+            &[],
+        )
+        .unwrap();
+    let log = be.read("s").unwrap().unwrap();
+    assert_eq!(log.torn, Some(TornTail::Sqlite { from_seq: 18 }));
+    assert_eq!(log.events.len(), 18);
+    // ...an append refuses to continue after it, a load cuts it.
+    let e = be
+        .append(&h, &turn(3, 18), Expect::At(&log.revision))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    let s = Store::open(StoreConfig::with_backend(BackendConfig::Postgres(
+        schema.config(),
+    )))
+    .unwrap();
+    assert_eq!(s.load("s").unwrap().events.len(), 18);
+    let left: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM events WHERE session_id = 's' AND seq >= 18",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "the torn row is gone");
+    assert_eq!(be.read("s").unwrap().unwrap().torn, None);
+
+    // Before the last turn/end, the same row is corruption.
+    admin
+        .execute(
+            "UPDATE events SET data = '{bad' WHERE session_id = 's' AND seq = 9",
+            &[],
+        )
+        .unwrap();
+    let e = be.read("s").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption);
+    assert_eq!(
+        e.to_string(),
+        "corrupt session log: invalid committed physical row at seq 9"
+    );
+    assert_eq!(s.load("s").unwrap_err().kind(), ErrorKind::Corruption);
+}
+
+#[test]
+fn schemas_that_are_not_ours_are_refused_untouched() {
+    let Some(url) = support::pg::url("schemas_that_are_not_ours_are_refused") else {
+        return;
+    };
+    // A schema with someone else's table.
+    let foreign = Schema::new(&url, "foreign");
+    let mut admin = support::pg::admin(&url);
+    admin
+        .batch_execute(&format!(
+            "CREATE SCHEMA \"{0}\"; CREATE TABLE \"{0}\".things (x int)",
+            foreign.name
+        ))
+        .unwrap();
+    let e = PostgresBackend::open(&foreign.config()).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("is not a dsh session store"), "{e}");
+
+    // A newer schema version, then an altered table.
+    let ours = Schema::new(&url, "altered");
+    drop(PostgresBackend::open(&ours.config()).unwrap());
+    let mut a = ours.admin();
+    a.batch_execute("UPDATE persistence_state SET schema_version = 18")
+        .unwrap();
+    let e = PostgresBackend::open(&ours.config()).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::FormatUnsupported);
+    assert!(e.to_string().contains("written by a newer build"), "{e}");
+    a.batch_execute(
+        "UPDATE persistence_state SET schema_version = 17; ALTER TABLE events ADD COLUMN extra int",
+    )
+    .unwrap();
+    let e = PostgresBackend::open(&ours.config()).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Corruption);
+    assert!(e.to_string().contains("events.extra integer"), "{e}");
+    let cols: i64 = a
+        .query_one(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'events' AND column_name = 'extra'",
+            &[&ours.name],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(cols, 1, "nothing was changed");
+
+    // Two stores opening one pristine schema at once: one creates it.
+    let fresh = Schema::new(&url, "race");
+    let ids: Vec<String> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    PostgresBackend::open(&fresh.config())
+                        .unwrap()
+                        .store_id()
+                        .to_string()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(ids.iter().all(|i| *i == ids[0]), "{ids:?}");
+}
+
+#[test]
+fn an_unreachable_server_is_an_io_error_naming_it() {
+    if support::pg::url("an_unreachable_server_is_an_io_error").is_none() {
+        return;
+    }
+    // A port nothing listens on.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut c = PostgresConfig::new(format!(
+        "postgresql://dsh:secret-pw@127.0.0.1:{port}/nowhere"
+    ));
+    c.connect_timeout_ms = 2000;
+    let e = PostgresBackend::open(&c).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Io);
+    let m = e.to_string();
+    assert!(
+        m.starts_with(&format!(
+            "PostgreSQL server at 127.0.0.1:{port} (database \"nowhere\", schema \"dsh\"): cannot connect"
+        )),
+        "{m}"
+    );
+    assert!(!m.contains("secret-pw"), "{m}");
+    let e = Store::open(StoreConfig::postgres(c.url.clone()))
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), ErrorKind::Io);
+
+    // A wrong password: the server's refusal, named.
+    let url = std::env::var(support::pg::URL_ENV).unwrap();
+    let bad = url.replacen("dsh:dsh@", "dsh:wrong@", 1);
+    let e = PostgresBackend::open(&PostgresConfig::new(bad))
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), ErrorKind::Io);
+    assert!(
+        e.to_string().contains("password authentication failed"),
+        "{e}"
+    );
+}
+
+#[test]
+fn tls_modes_connect_and_verify_the_server() {
+    let Some(url) = support::pg::url("tls_modes_connect_and_verify_the_server") else {
+        return;
+    };
+    let Ok(ca) = std::env::var(support::pg::CA_ENV) else {
+        eprintln!("SKIPPED tls_modes: {} is not set", support::pg::CA_ENV);
+        return;
+    };
+    let schema = Schema::new(&url, "tls");
+    let ssl_in_use = |c: &PostgresConfig| -> bool {
+        let be = PostgresBackend::open(c).unwrap();
+        let mut client = be.connect_dedicated().unwrap();
+        client
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    let mut c = schema.config();
+    c.ssl_mode = Some(SslMode::Disable);
+    assert!(!ssl_in_use(&c));
+    c.ssl_mode = Some(SslMode::Require);
+    assert!(ssl_in_use(&c), "require: TLS, certificate not checked");
+    // verify-full against the test CA, for 127.0.0.1 (in the certificate).
+    c.ssl_mode = Some(SslMode::VerifyFull);
+    c.ssl_root_cert = Some(ca.clone().into());
+    assert!(ssl_in_use(&c));
+    // The same from the URL's own parameters.
+    let with_params = format!("{url}?sslmode=verify-full&sslrootcert={ca}");
+    assert!(ssl_in_use(
+        &PostgresConfig::new(with_params).with_schema(schema.name.clone())
+    ));
+    // Without the CA the self-signed certificate does not verify.
+    c.ssl_root_cert = None;
+    let e = PostgresBackend::open(&c).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Io);
+    assert!(e.to_string().contains("cannot connect"), "{e}");
+    // A root file that is not a certificate.
+    c.ssl_root_cert = Some("/etc/hostname".into());
+    let e = PostgresBackend::open(&c).err().unwrap();
+    assert!(e.to_string().contains("holds no PEM certificate"), "{e}");
+}
+
+#[test]
+fn every_committed_batch_notifies_and_a_lost_connection_is_retried_once() {
+    let Some(url) = support::pg::url("every_committed_batch_notifies") else {
+        return;
+    };
+    let schema = Schema::new(&url, "retry");
+    let mut config = schema.config();
+    config.application_name = format!("retry-{}", schema.name);
+    let be = PostgresBackend::open(&config).unwrap();
+    let mut listener = be.connect_dedicated().unwrap();
+    listener
+        .batch_execute(&format!("LISTEN \"{}\"", be.notify_channel()))
+        .unwrap();
+    let h = header("n");
+    let events = [turn(1, 0), turn(2, 9)].concat();
+    be.append(&h, &events[..9], Expect::New).unwrap();
+
+    // A second append waits for a row lock we hold; its connection is then
+    // killed, so the attempt fails before COMMIT and must be retried once.
+    let mut admin = schema.admin();
+    let mut tx = admin.transaction().unwrap();
+    tx.execute("SELECT 1 FROM sessions WHERE id = 'n' FOR UPDATE", &[])
+        .unwrap();
+    let waiting = |not: i32| -> i32 {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut probe = support::pg::admin(&url);
+        loop {
+            let row = probe
+                .query_opt(
+                    "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock' AND pid <> $2",
+                    &[&config.application_name, &not],
+                )
+                .unwrap();
+            if let Some(r) = row {
+                return r.get(0);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the append never waited for the lock"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let rev = be.revision("n").unwrap().unwrap();
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| be.append(&h, &events[9..], Expect::At(&rev)));
+        let first = waiting(0);
+        let mut killer = support::pg::admin(&url);
+        let killed: bool = killer
+            .query_one("SELECT pg_terminate_backend($1)", &[&first])
+            .unwrap()
+            .get(0);
+        assert!(killed);
+        // The retry waits for the same lock on a new connection.
+        let second = waiting(first);
+        assert_ne!(second, first);
+        tx.commit().unwrap();
+        writer.join().unwrap().unwrap();
+    });
+    let log = be.read("n").unwrap().unwrap();
+    assert_eq!(json(&log.events), json(&events), "the batch is stored once");
+    let rows: i64 = admin
+        .query_one("SELECT count(*) FROM events WHERE session_id = 'n'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 8);
+
+    // One notification per committed batch, none for the killed attempt.
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got.len() < 2 && Instant::now() < deadline {
+        let mut n = listener.notifications();
+        let mut it = n.timeout_iter(Duration::from_millis(200));
+        while let Ok(Some(note)) = postgres::fallible_iterator::FallibleIterator::next(&mut it) {
+            assert_eq!(note.channel(), be.notify_channel());
+            got.push(note.payload().to_string());
+        }
+    }
+    assert_eq!(
+        got,
+        [
+            r#"{"id" : "n", "kind" : "append", "from" : 0, "next" : 9, "revision" : 1}"#,
+            r#"{"id" : "n", "kind" : "append", "from" : 9, "next" : 18, "revision" : 2}"#,
+        ]
+    );
+    let mut n = listener.notifications();
+    let mut it = n.timeout_iter(Duration::from_millis(300));
+    assert!(
+        postgres::fallible_iterator::FallibleIterator::next(&mut it)
+            .unwrap()
+            .is_none(),
+        "no third notification"
+    );
+}
+
+#[test]
+fn text_postgres_cannot_hold_is_refused_naming_the_field() {
+    let Some(url) = support::pg::url("text_postgres_cannot_hold_is_refused") else {
+        return;
+    };
+    let schema = Schema::new(&url, "nul");
+    let be = PostgresBackend::open(&schema.config()).unwrap();
+    let mut h = header("nul");
+    h.cwd = Some("/a\u{0}b".into());
+    let e = be.append(&h, &turn(1, 0), Expect::New).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        e.to_string(),
+        "session \"nul\": cwd holds U+0000, which PostgreSQL text cannot store"
+    );
+    assert!(be.list().unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// Writer exclusion across processes
+
+const LOCK_CHILD: &str = "DSH_PG_LOCK_CHILD";
+
+/// The child: takes the writer lock of the id in `DSH_PG_LOCK_CHILD`
+/// (`<schema> <id>`), says `locked`, and holds it until killed (at most a
+/// minute).
+#[test]
+fn lock_child() {
+    let Ok(spec) = std::env::var(LOCK_CHILD) else {
+        return;
+    };
+    let (schema, id) = spec.split_once(' ').unwrap();
+    let url = std::env::var(support::pg::URL_ENV).unwrap();
+    let be = PostgresBackend::open(&PostgresConfig::new(url).with_schema(schema)).unwrap();
+    let _lock = be.lock_writer(id).unwrap();
+    println!("locked");
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+#[test]
+fn writer_locks_exclude_across_processes_and_die_with_their_holder() {
+    let Some(url) = support::pg::url("writer_locks_exclude_across_processes") else {
+        return;
+    };
+    let schema = Schema::new(&url, "locks");
+    let be = PostgresBackend::open(&schema.config()).unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "lock_child", "--nocapture", "--test-threads=1"])
+        .env(LOCK_CHILD, format!("{} s1", schema.name))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "the child ended early"
+        );
+        // libtest prints "test lock_child ... " before it, on the same line.
+        if line.trim_end().ends_with("locked") {
+            break;
+        }
+    }
+    // Held by the other process: refused here, seen by readers.
+    assert!(be.try_lock_writer("s1").unwrap().is_none());
+    let e = be.lock_writer("s1").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Busy);
+    assert!(
+        e.to_string().contains("session \"s1\" is being written"),
+        "{e}"
+    );
+    assert!(be.writer_held("s1").unwrap());
+    assert!(be.writer_held_elsewhere("s1").unwrap());
+    // Other ids and other schemas are free.
+    let other = be.lock_writer("s2").unwrap();
+    assert!(be.writer_held("s2").unwrap());
+    assert!(!be.writer_held_elsewhere("s2").unwrap(), "our own lock");
+    let elsewhere = Schema::new(&url, "locks2");
+    let be2 = PostgresBackend::open(&elsewhere.config()).unwrap();
+    assert!(!be2.writer_held("s1").unwrap());
+    drop(be2.lock_writer("s1").unwrap());
+
+    // The holder dies: the server releases its lock.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let lock = loop {
+        if let Some(l) = be.try_lock_writer("s1").unwrap() {
+            break l;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the dead holder's lock was never released"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(lock.id(), "s1");
+    assert!(!be.writer_held_elsewhere("s1").unwrap());
+    drop(lock);
+    drop(other);
+    assert!(!be.writer_held("s1").unwrap());
+    assert!(!be.writer_held("s2").unwrap());
+}
+
+#[test]
+fn a_store_of_many_hosts_sees_one_log() {
+    // Two stores (two "hosts") on one schema: live sessions on each, cold
+    // appends refused when stale, every list the same.
+    let Some(url) = support::pg::url("a_store_of_many_hosts_sees_one_log") else {
+        return;
+    };
+    let schema = Schema::new(&url, "hosts");
+    let a = store(&schema);
+    let b = store(&schema);
+    let live = a.start(header("x")).unwrap();
+    support::conv::complete_turn(&live, 1);
+    live.close().unwrap();
+    let n = b.load("x").unwrap().events.len() as u64;
+    b.append("x", turn(2, n)).unwrap();
+    let e = a.append("x", turn(2, n)).unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::Conflict | ErrorKind::InvalidArgument),
+        "{e}"
+    );
+    assert_eq!(a.load("x").unwrap().events.len() as u64, n + 9);
+    assert_eq!(
+        a.list()
+            .unwrap()
+            .iter()
+            .map(|h| h.to_json())
+            .collect::<Vec<_>>(),
+        b.list()
+            .unwrap()
+            .iter()
+            .map(|h| h.to_json())
+            .collect::<Vec<_>>()
+    );
+}
