@@ -163,24 +163,73 @@ fn a_mixed_root_and_an_unknown_store_are_clear_errors() {
 }
 
 #[test]
-fn a_postgres_url_is_recognised_and_refused_by_this_build() {
-    for url in [
-        "postgres://me:s3cret@db.example:5432/sessions",
-        "postgresql://db.example/sessions",
-    ] {
-        for sub in ["list", "verify"] {
-            let r = run(["--json", sub, "--store", url]);
-            assert_eq!(r.code, 1, "{url}: {}", r.stderr);
+fn a_postgres_url_is_detected_as_a_postgres_store() {
+    // Without a server too: the URL is taken for a PostgreSQL store, not a
+    // path; a server that is not there is an io error naming it (with the
+    // schema of --postgres-schema), never with the password.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for scheme in ["postgres", "postgresql"] {
+        let url = format!("{scheme}://me:s3cret@127.0.0.1:{port}/sessions");
+        for (sub, schema) in [("list", None), ("verify", None), ("list", Some("other"))] {
+            let mut a = vec!["--json", sub, "--store", &url];
+            if let Some(s) = schema {
+                a.extend(["--postgres-schema", s]);
+            }
+            let r = run(a);
+            assert_eq!(r.code, 1, "{url} {sub}: {}", r.stderr);
             assert!(r.stdout.is_empty(), "{}", r.stdout);
             let (kind, message) = r.error();
-            assert_eq!(kind, "unsupported");
-            assert!(message.contains("not supported by this build"), "{message}");
+            assert_eq!(kind, "io", "{message}");
+            let label = format!(
+                "PostgreSQL server at 127.0.0.1:{port} (database \"sessions\", schema \"{}\")",
+                schema.unwrap_or("dsh")
+            );
+            assert!(message.starts_with(&label), "{message}");
             assert!(
                 !message.contains("s3cret"),
                 "the password leaked: {message}"
             );
         }
     }
+
+    // With the test server: `--store URL` is the store `--postgres URL`
+    // opens, and `convert --to URL` writes into it.
+    let Some(url) = support::pg::url("a_postgres_url_is_detected_as_a_postgres_store") else {
+        return;
+    };
+    let schema = support::pg::Schema::new(&url, "detect");
+    let store =
+        |sub: &str, flag: &str| run(["--json", sub, flag, &url, "--postgres-schema", &schema.name]);
+    // A reading command creates nothing.
+    let r = store("list", "--store");
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.error().0, "not_found");
+    // A URL names its kind, so a new target needs no explicit flag.
+    let src = FixtureStore::new("jsonl-none-packed");
+    let listed = src.json("list", &[]).json();
+    let r = run([
+        "--json",
+        "convert",
+        "--store",
+        src.path.to_str().unwrap(),
+        "--to",
+        &url,
+        "--postgres-schema",
+        &schema.name,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["converted"], listed.as_array().unwrap().len());
+    let detected_list = store("list", "--store");
+    assert_eq!(detected_list.code, 0, "{}", detected_list.stderr);
+    assert_eq!(detected_list.stdout, store("list", "--postgres").stdout);
+    assert_eq!(ids_of(&detected_list.json()), ids_of(&listed));
+    let v = store("verify", "--store");
+    assert_eq!(v.code, 0, "{}", v.stdout);
+    assert_eq!(v.json()["sessions"], listed.as_array().unwrap().len());
 }
 
 #[test]

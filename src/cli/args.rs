@@ -39,7 +39,8 @@ pub struct Cli {
 pub struct StoreArgs {
     /// The store, its kind detected: a JSONL root of zstd logs
     /// (`session.jsonl.zstd`) or of raw logs (`session.jsonl`), a SQLite
-    /// session database, or a `postgres://` URL.
+    /// session database, or a PostgreSQL store's `postgres://` or
+    /// `postgresql://` URL (as `--postgres`).
     #[arg(short, long, value_name = "PATH", global = true, value_hint = ValueHint::AnyPath)]
     pub store: Option<PathBuf>,
     /// A JSONL root whose logs are zstd-compressed (`session.jsonl.zstd`).
@@ -55,7 +56,8 @@ pub struct StoreArgs {
     /// (libpq's `sslmode`/`sslrootcert`/`sslcert`/`sslkey` parameters work).
     #[arg(long, value_name = "URL", global = true)]
     pub postgres: Option<String>,
-    /// The schema of `--postgres` and `--to-postgres` (default `dsh`).
+    /// The schema of a PostgreSQL store (`--postgres`, `--to-postgres`, or
+    /// a URL given to `--store` or `--to`; default `dsh`).
     #[arg(long = "postgres-schema", value_name = "NAME", global = true)]
     pub postgres_schema: Option<String>,
 }
@@ -80,8 +82,8 @@ impl StoreArgs {
 #[derive(Args, Debug, Clone)]
 #[group(id = "target", required = true, multiple = false)]
 pub struct TargetArgs {
-    /// Convert into an existing store, its kind detected (a new store needs
-    /// one of the flags below).
+    /// Convert into an existing store, its kind detected, or a PostgreSQL
+    /// URL (a new root or file needs one of the flags below).
     #[arg(long, value_name = "PATH", value_hint = ValueHint::AnyPath)]
     pub to: Option<PathBuf>,
     /// Convert into a JSONL root with zstd-compressed logs.

@@ -4,7 +4,9 @@
 //!
 //! Detection ([`detect`]) reads names and file headers only, never writes:
 //!
-//! - `postgres://…` / `postgresql://…`: a PostgreSQL URL;
+//! - `postgres://…` / `postgresql://…`: a PostgreSQL store (the server of
+//!   the URL, the schema of `--postgres-schema` or `dsh`), as `--postgres`
+//!   (`--to-postgres` for a target: its tables are created if missing);
 //! - a directory: a JSONL root; its encoding is the one its logs (or flat
 //!   files) use, found by name. Logs of both encodings are an error (a
 //!   root holds one); a directory with no log is read as an empty zstd
@@ -14,8 +16,8 @@
 //!   `application_id` (1146308688); any other file is an error.
 //!
 //! A writing target (`convert --to`) must already be a store of a known
-//! kind: a new or empty one needs an explicit `--to-jsonl`,
-//! `--to-jsonl-raw` or `--to-sqlite`.
+//! kind (a PostgreSQL URL is one): a new or empty root or file needs an
+//! explicit `--to-jsonl`, `--to-jsonl-raw` or `--to-sqlite`.
 //!
 //! Reading commands never create anything: a missing root or database, or
 //! a PostgreSQL schema without a session store, is "not found" (exit 3)
@@ -60,14 +62,12 @@ fn shown(p: &Path) -> String {
     quote(&p.display().to_string())
 }
 
-/// The kind of the store at `path` (see the module docs).
-pub fn detect(path: &Path, purpose: Purpose) -> Result<Selection, Error> {
+/// The kind of the store at `path` (see the module docs); `schema` is
+/// `--postgres-schema`, for a PostgreSQL URL.
+pub fn detect(path: &Path, purpose: Purpose, schema: Option<&String>) -> Result<Selection, Error> {
     if let Some(url) = path.to_str() {
         if POSTGRES_SCHEMES.iter().any(|s| url.starts_with(s)) {
-            return Err(Error::Unsupported(format!(
-                "{} is a PostgreSQL store, which is not supported by this build (it has no postgres backend)",
-                quote(&redact_url(url))
-            )));
+            return Ok(Selection::Postgres(url.to_string(), schema.cloned()));
         }
     }
     let explicit = match purpose {
@@ -157,7 +157,7 @@ impl Selection {
             return Ok(Selection::Postgres(url.clone(), a.postgres_schema.clone()));
         }
         Ok(match (&a.store, &a.jsonl, &a.jsonl_raw, &a.sqlite) {
-            (Some(p), _, _, _) => detect(p, Purpose::Read)?,
+            (Some(p), _, _, _) => detect(p, Purpose::Read, a.postgres_schema.as_ref())?,
             (_, Some(r), _, _) => Selection::Jsonl(r.clone(), Compression::Zstd),
             (_, _, Some(r), _) => Selection::Jsonl(r.clone(), Compression::None),
             (_, _, _, Some(f)) => Selection::Sqlite(f.clone()),
@@ -176,7 +176,7 @@ impl Selection {
             return Ok(Selection::Postgres(url.clone(), schema.cloned()));
         }
         Ok(match (&a.to, &a.to_jsonl, &a.to_jsonl_raw, &a.to_sqlite) {
-            (Some(p), _, _, _) => detect(p, Purpose::Write)?,
+            (Some(p), _, _, _) => detect(p, Purpose::Write, schema)?,
             (_, Some(r), _, _) => Selection::Jsonl(r.clone(), Compression::Zstd),
             (_, _, Some(r), _) => Selection::Jsonl(r.clone(), Compression::None),
             (_, _, _, Some(f)) => Selection::Sqlite(f.clone()),
@@ -310,23 +310,6 @@ impl Selection {
     }
 }
 
-/// A URL with its password (`user:password@`) replaced by `***`, for
-/// messages.
-fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
-    }
-}
-
 /// Opens an existing store for reading.
 pub fn open_existing(a: &StoreArgs) -> Result<Store, Error> {
     let sel = Selection::from_store_args(a)?;
@@ -339,12 +322,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_lose_their_password() {
-        assert_eq!(
-            redact_url("postgres://me:secret@db:5432/x?sslmode=require"),
-            "postgres://me:***@db:5432/x?sslmode=require"
-        );
-        assert_eq!(redact_url("postgresql://db/x"), "postgresql://db/x");
-        assert_eq!(redact_url("postgres://me@db/x"), "postgres://me@db/x");
+    fn a_postgres_url_is_detected_as_a_postgres_store() {
+        let schema = "my_schema".to_string();
+        for url in [
+            "postgres://me:secret@db:5432/x?sslmode=require",
+            "postgresql://db/x",
+        ] {
+            for purpose in [Purpose::Read, Purpose::Write] {
+                match detect(Path::new(url), purpose, Some(&schema)).unwrap() {
+                    Selection::Postgres(u, s) => {
+                        assert_eq!(u, url);
+                        assert_eq!(s.as_deref(), Some("my_schema"));
+                    }
+                    other => panic!("{url}: detected as {other:?}"),
+                }
+            }
+        }
+        // Without --postgres-schema: the backend's default.
+        let sel = detect(Path::new("postgresql://db/x"), Purpose::Read, None).unwrap();
+        assert!(matches!(&sel, Selection::Postgres(_, None)), "{sel:?}");
+        let BackendConfig::Postgres(c) = sel.config().unwrap().backend else {
+            panic!("not a PostgreSQL configuration");
+        };
+        assert_eq!(c.url, "postgresql://db/x");
+        assert_eq!(c.schema, "dsh");
+        // Anything else is a path.
+        let sel = detect(Path::new("postgres:/x"), Purpose::Read, None);
+        assert_eq!(sel.unwrap_err().kind(), dsh_persist::ErrorKind::NotFound);
     }
 }
