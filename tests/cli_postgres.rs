@@ -137,3 +137,117 @@ fn every_command_reads_a_store_converted_into_postgres() {
     );
     assert!(!message.contains("pw-secret"));
 }
+
+#[test]
+fn verify_walks_the_postgres_tables_not_only_what_list_shows() {
+    let Some(url) = support::pg::url("verify_walks_the_postgres_tables_not_only_what_list_shows")
+    else {
+        return;
+    };
+    let schema = Schema::new(&url, "verify");
+    let src = FixtureStore::new("jsonl-zstd-packed");
+    let r = run([
+        "--json",
+        "convert",
+        "--jsonl",
+        src.path.to_str().unwrap(),
+        "--to-postgres",
+        &url,
+        "--postgres-schema",
+        &schema.name,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let ids = ids_of(&pg(&schema, "list", &[]).json());
+    let clean = pg(&schema, "verify", &[]);
+    assert_eq!(clean.code, 0, "{}", clean.stdout);
+    assert_eq!(clean.json()["ok"], ids.len());
+
+    // One sessions row the row reader refuses, and events rows of a session
+    // that has no sessions row (possible once the foreign key is gone).
+    let bad = ids[0].clone();
+    let mut admin = schema.admin();
+    admin
+        .execute("UPDATE sessions SET created_at = -5 WHERE id = $1", &[&bad])
+        .unwrap();
+    admin
+        .batch_execute(&format!(
+            "ALTER TABLE events DROP CONSTRAINT events_session_id_fkey;
+             INSERT INTO events (session_id, seq, type, time, data)
+               SELECT 'ghost', seq, type, time, data FROM events
+               WHERE session_id = '{}' AND data IS NOT NULL AND seq < 2;",
+            ids[1].replace('\'', "''")
+        ))
+        .unwrap();
+    let dump = |c: &mut postgres::Client| -> Vec<String> {
+        c.query(
+            "SELECT s::text FROM sessions s UNION ALL SELECT e::text FROM events e ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+    };
+    let before = dump(&mut admin);
+
+    // list refuses the whole store for one bad row; verify goes on.
+    let list = pg(&schema, "list", &[]);
+    assert_eq!(list.code, 4, "{}", list.stderr);
+    let r = pg(&schema, "verify", &[]);
+    assert_eq!(r.code, 4, "{}", r.stdout);
+    let v = r.json();
+    let problems = v["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 2, "{v:#}");
+    let label = format!(
+        "PostgreSQL server at {} (database \"dsh_test\", schema \"{}\")",
+        url.rsplit_once('@').unwrap().1.split_once('/').unwrap().0,
+        schema.name
+    );
+    let p = problems.iter().find(|p| p["id"] == bad.as_str()).unwrap();
+    assert_eq!(p["kind"], "corruption", "{p}");
+    assert!(
+        p["message"].as_str().unwrap().contains("created_at -5"),
+        "{p}"
+    );
+    assert_eq!(p["path"], label.as_str(), "{p}");
+    let p = problems.iter().find(|p| p["id"] == "ghost").unwrap();
+    assert_eq!(p["kind"], "orphan_events", "{p}");
+    assert!(
+        p["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 events row(s) (seq 0 to 1) of session \"ghost\""),
+        "{p}"
+    );
+    // Every other session was still checked, and is sound.
+    assert_eq!(v["sessions"], ids.len() + 1);
+    assert_eq!(v["ok"], ids.len() - 1);
+    // Human output: kind and id, the store named once.
+    let h = run([
+        "verify",
+        "--postgres",
+        &url,
+        "--postgres-schema",
+        &schema.name,
+    ]);
+    assert_eq!(h.code, 4);
+    assert!(
+        h.stdout.starts_with(&format!(
+            "checked {} session(s) in postgres store {label}: {} ok, 2 problem(s)",
+            ids.len() + 1,
+            ids.len() - 1
+        )),
+        "{}",
+        h.stdout
+    );
+    // The label is named on the first line, not again as each problem's
+    // path: once there, once in the orphan message.
+    assert!(
+        h.stdout
+            .contains("\"ghost\" [orphan_events]: PostgreSQL server at"),
+        "{}",
+        h.stdout
+    );
+    assert_eq!(h.stdout.matches(&label).count(), 2, "{}", h.stdout);
+    assert_eq!(before, dump(&mut admin), "verify modified the tables");
+}

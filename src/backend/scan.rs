@@ -5,8 +5,9 @@
 //! A scan never writes, never repairs and never goes through `list`: the
 //! JSONL walk ([`super::jsonl::scan`]) visits every project and session
 //! directory and reads each artifact's header line with the read path's
-//! rules; the SQLite walk ([`super::sqlite::scan`]) reads every `sessions`
-//! row and every session id present in `events`. What a scan reports is
+//! rules; the SQLite and PostgreSQL walks ([`super::sqlite::scan`],
+//! [`super::postgres::scan`]) read every `sessions` row and every session
+//! id present in `events`. What a scan reports is
 //! physical; the logical checks of a sound session (conversion,
 //! validation, torn tails) stay with the store.
 
@@ -37,8 +38,8 @@ pub enum FindingKind {
     /// A file, link or directory the layout does not produce (the store
     /// ignores it).
     ForeignFile,
-    /// SQLite `events` rows whose session has no `sessions` row (the
-    /// store never reads them).
+    /// SQLite or PostgreSQL `events` rows whose session has no `sessions`
+    /// row (the store never reads them).
     OrphanEvents,
 }
 
@@ -63,7 +64,8 @@ impl FindingKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
     pub kind: FindingKind,
-    /// The file or directory (JSONL), or the database file (SQLite).
+    /// The file or directory (JSONL), the database file (SQLite), or the
+    /// store's label (PostgreSQL: server, database and schema).
     pub path: PathBuf,
     pub message: String,
 }
@@ -89,7 +91,8 @@ pub struct ScannedSession {
     /// The id from the header or row; for an unreadable JSONL header, the
     /// id its directory (or flat file) name stands for, when it decodes.
     pub id: Option<String>,
-    /// The log file (JSONL) or the database file (SQLite).
+    /// The log file (JSONL), the database file (SQLite) or the store's
+    /// label (PostgreSQL).
     pub path: PathBuf,
     /// Empty when the session is physically sound: then the store can
     /// read it by `id` and the logical checks apply.
@@ -99,7 +102,8 @@ pub struct ScannedSession {
 /// The result of a scan.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoreScan {
-    /// Every session, in path order (JSONL) or id order (SQLite).
+    /// Every session, in path order (JSONL) or id order (SQLite,
+    /// PostgreSQL).
     pub sessions: Vec<ScannedSession>,
     /// Defects that belong to no session (foreign files, orphan temp files).
     pub findings: Vec<Finding>,

@@ -4,10 +4,11 @@
 //! Two passes:
 //!
 //! 1. The physical walk of the backend's read-only scan
-//!    ([`JsonlBackend::scan`], [`SqliteBackend::scan`]): every project and
-//!    session directory and every artifact of a JSONL root (each header
-//!    read with the read path's rules), every `sessions` row and every
-//!    session id present in `events` of a SQLite database. It does not go
+//!    ([`JsonlBackend::scan`], [`SqliteBackend::scan`],
+//!    [`PostgresBackend::scan`]): every project and session directory and
+//!    every artifact of a JSONL root (each header read with the read path's
+//!    rules), every `sessions` row and every session id present in
+//!    `events` of a SQLite database or PostgreSQL schema. It does not go
 //!    through `list`, so a session `list` cannot show (a corrupt header
 //!    frame, a foreign version) is still checked and named.
 //! 2. Each physically sound session is inspected (read, legacy conversion,
@@ -15,7 +16,8 @@
 //!    (the stored-prefix checks), and its raw read is asked whether a torn
 //!    tail is waiting for a repair. `load` is never called, so no repair is
 //!    written; SQLite is read through the backend's one connection, so its
-//!    `-wal`/`-shm` files are gone again when verify exits.
+//!    `-wal`/`-shm` files are gone again when verify exits; PostgreSQL
+//!    through the backend's pool, in read-only transactions.
 //!
 //! Problem kinds are the error kinds (`corruption`, `format_unsupported`,
 //! `io`, …), `torn_tail`, and the scan's own kinds (`misplaced_artifact`,
@@ -28,7 +30,7 @@ use std::sync::Arc;
 
 use dsh_persist::backend::jsonl::JsonlBackend;
 use dsh_persist::backend::postgres::PostgresBackend;
-use dsh_persist::backend::scan::{Finding, FindingKind, ScannedSession, StoreScan};
+use dsh_persist::backend::scan::{Finding, FindingKind, StoreScan};
 use dsh_persist::backend::sqlite::SqliteBackend;
 use dsh_persist::backend::{Backend, TornTail};
 use dsh_persist::store::{BackendConfig, Store};
@@ -190,26 +192,13 @@ fn open_scanned(sel: &Selection) -> Result<(Store, StoreScan), Error> {
             (Arc::new(b), scan)
         }
         BackendConfig::Postgres(c) => {
-            // No physical scan of the tables yet: the sessions `list` shows.
             let b = PostgresBackend::open(c)?;
-            let label = PathBuf::from(b.label());
-            let listed = match b.list() {
-                Ok(headers) => headers,
+            let scan = match b.scan() {
+                Ok(scan) => scan,
                 Err(e) => {
                     let _ = b.close();
                     return Err(e);
                 }
-            };
-            let scan = StoreScan {
-                sessions: listed
-                    .into_iter()
-                    .map(|h| ScannedSession {
-                        id: Some(h.id),
-                        path: label.clone(),
-                        findings: Vec::new(),
-                    })
-                    .collect(),
-                findings: Vec::new(),
             };
             (Arc::new(b), scan)
         }
@@ -291,10 +280,11 @@ pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
             items.join(",")
         ));
     } else {
+        let store_name = sel.describe();
         let mut out = format!(
             "checked {sessions} session(s) in {} store {}: {ok} ok, {} problem(s)\n",
             sel.kind_name(),
-            sel.describe(),
+            store_name,
             problems.len()
         );
         for p in &problems {
@@ -304,12 +294,13 @@ pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
                 (None, Some(path)) if Some(path.as_path()) != sel.path() => "-".to_string(),
                 (None, _) => "(store)".to_string(),
             };
-            // The path, unless the message already names it.
+            // The path, unless the message or the first line (a server's
+            // label) already names it.
             let path = p
                 .path
                 .as_ref()
                 .map(|p| p.display().to_string())
-                .filter(|shown| !p.message.contains(shown.as_str()))
+                .filter(|shown| !p.message.contains(shown.as_str()) && *shown != store_name)
                 .map_or_else(String::new, |shown| format!(" {shown}"));
             out.push_str(&format!("  {who} [{}]{path}: {}\n", p.kind, p.message));
         }

@@ -20,12 +20,13 @@
 //!
 //! Files: [`config`] (URL, schema, pool, TLS settings), [`tls`], [`pool`]
 //! (connections, error mapping), [`schema`] (tables, identity), [`reader`],
-//! [`writer`], [`lock`].
+//! [`writer`], [`lock`], [`scan`] (the read-only walk of `verify`).
 
 pub mod config;
 pub mod lock;
 pub mod pool;
 pub mod reader;
+pub mod scan;
 pub mod schema;
 pub mod tls;
 pub mod writer;
@@ -36,7 +37,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::backend::rows::{checks, scan};
+use crate::backend::rows::{checks, scan as row_scan};
 use crate::backend::{
     Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
     TornTail,
@@ -347,7 +348,7 @@ impl Backend for PostgresBackend {
     fn read(&self, id: &str) -> Result<Option<StoredLog>> {
         let read = self.run(
             &|| format!("cannot read the events of session {}", quote(id)),
-            |c, _| scan::read_pipelined(|sink| reader::read_log(c, id, sink)),
+            |c, _| row_scan::read_pipelined(|sink| reader::read_log(c, id, sink)),
         )?;
         Ok(read.map(|(session, events, torn)| StoredLog {
             revision: self.token(&session.incarnation, session.revision),
@@ -371,7 +372,7 @@ impl Backend for PostgresBackend {
         };
         Ok(Some(ScannedSuffix {
             header: session.header,
-            events: scan::scan_suffix(rows, from_seq)?,
+            events: row_scan::scan_suffix(rows, from_seq)?,
             raw_log: None,
         }))
     }
