@@ -195,3 +195,108 @@ fn convert_and_bench_show_progress_on_a_terminal_only() {
     assert_eq!(piped.code, 0);
     assert!(piped.stderr.is_empty(), "{}", piped.stderr);
 }
+
+#[test]
+fn postgres_commands_show_progress_on_a_terminal_only() {
+    let Some(url) = pg::url("postgres_commands_show_progress_on_a_terminal_only") else {
+        return;
+    };
+    let schema = pg::Schema::new(&url, "progress");
+    let src = FixtureStore::new("jsonl-zstd-packed");
+    let src_path = src.path.to_str().unwrap();
+    let pg_args = |sub: &str, rest: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["--json", sub, "--store", &url, "--postgres-schema"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.push(schema.name.clone());
+        a.extend(rest.iter().map(|s| s.to_string()));
+        a
+    };
+    let convert = [
+        "--json",
+        "convert",
+        "--store",
+        src_path,
+        "--to",
+        &url,
+        "--postgres-schema",
+        &schema.name,
+    ];
+    let tty = on_pty(&convert);
+    assert_eq!(tty.code, 0, "{:?}", tty.terminal);
+    for phase in [
+        "connecting to PostgreSQL server at",
+        "convert: checking [",
+        "convert: copying [",
+    ] {
+        assert!(
+            tty.terminal.contains(phase),
+            "{phase} not in {:?}",
+            tty.terminal
+        );
+    }
+    assert!(tty.terminal.ends_with("\r\x1b[2K"), "{:?}", tty.terminal);
+
+    for (sub, rest, drawn) in [
+        ("verify", vec![], "verify ["),
+        ("list", vec![], "listing the sessions"),
+        ("cat", vec!["conv-basic"], "reading session \"conv-basic\""),
+    ] {
+        let args = pg_args(sub, &rest);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let piped = run(&args);
+        assert_eq!(piped.code, 0, "{sub}: {}", piped.stderr);
+        assert!(
+            piped.stderr.is_empty(),
+            "{sub}: progress in a pipe: {}",
+            piped.stderr
+        );
+        let tty = on_pty(&args);
+        assert_eq!(tty.code, 0, "{sub}: {:?}", tty.terminal);
+        assert_eq!(
+            tty.stdout, piped.stdout,
+            "{sub}: --json output changed on a terminal"
+        );
+        assert!(
+            tty.terminal.contains(drawn),
+            "{drawn} not in {:?}",
+            tty.terminal
+        );
+        if sub == "verify" {
+            assert!(tty.terminal.contains("/26"), "{:?}", tty.terminal);
+        }
+    }
+
+    // The bench's PostgreSQL rows have their phases too (the bench finds
+    // the server through DSH_TEST_POSTGRES_URL, inherited).
+    let tmp = TempDir::new("cli-progress-pg");
+    let dir = tmp.path().join("bench");
+    std::fs::create_dir(&dir).unwrap();
+    let bench = [
+        "--json",
+        "bench",
+        "--limit-events",
+        "600",
+        "--small-sessions",
+        "3",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ];
+    let tty = on_pty(&bench);
+    assert_eq!(tty.code, 0, "{:?}", tty.terminal);
+    for phase in [
+        "bench: postgres append [",
+        "bench: postgres cold load + inspect [",
+        "bench: postgres 8 concurrent writers [",
+        "bench: postgres small sessions [",
+    ] {
+        assert!(
+            tty.terminal.contains(phase),
+            "{phase} not in {:?}",
+            tty.terminal
+        );
+    }
+    let report: serde_json::Value = serde_json::from_str(&tty.stdout).expect("the report is JSON");
+    assert!(report["postgres_skipped"].is_null(), "{report}");
+}

@@ -868,7 +868,6 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
     let reading = Progress::spinner("bench", "reading the workload");
     let w = load_workload(&workload_path, args.limit_events)?;
     reading.finish();
-    let progress = Progress::still_bar("bench", 0);
     let small = args.small_sessions.unwrap_or(1000);
     let base = args.out_dir.clone().unwrap_or_else(std::env::temp_dir);
     let scratch = Scratch {
@@ -896,9 +895,8 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
             POSTGRES_URL_ENV[0]
         )),
     };
-    if let Some(note) = &postgres_note {
-        eprintln!("bench: {note}");
-    }
+    // Drawn after anything the bench prints on stderr itself.
+    let progress = Progress::still_bar("bench", 0);
     let mut results = Vec::new();
     for kind in kinds {
         results.push((kind, measure(kind, &w, &scratch.path, small, &progress)?));

@@ -38,6 +38,8 @@ use super::stores::Selection;
 /// Runs `convert` and prints `{converted: N}`.
 pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Outcome, Error> {
     let src_sel = Selection::from_store_args(source)?;
+    // A server is reached (and may time out) already here.
+    let listing = Progress::spinner("convert", &opening(&src_sel, "the source"));
     src_sel.check_exists()?;
     let target_sel = Selection::from_target_args(target, source.postgres_schema.as_ref())?;
     if src_sel.same_store(&target_sel) {
@@ -46,7 +48,7 @@ pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Ou
             quote(&target_sel.describe())
         )));
     }
-    let listing = Progress::spinner("convert", "listing the source sessions");
+    listing.message(|| "listing the source sessions".to_string());
     let src = src_sel.open()?;
     let mut headers = src.list()?;
     listing.finish();
@@ -70,8 +72,10 @@ pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Ou
     }
     // The row stores keep the envelope in columns, not its key order.
     let target_keeps_key_order = target_sel.keeps_key_order();
+    let opening_target = Progress::spinner("convert", &opening(&target_sel, "the target"));
     let dst = target_sel.open()?;
     let existing: HashSet<String> = dst.list()?.into_iter().map(|h| h.id).collect();
+    opening_target.finish();
     let clashes: Vec<String> = headers
         .iter()
         .filter(|h| existing.contains(&h.id))
@@ -108,6 +112,15 @@ pub fn convert(source: &StoreArgs, target: &TargetArgs, json: bool) -> Result<Ou
         ));
     }
     Ok(Outcome::ok())
+}
+
+/// A spinner's text while a store is opened: a server is named, since
+/// connecting to it can take a while.
+fn opening(sel: &Selection, which: &str) -> String {
+    match sel {
+        Selection::Postgres(..) => format!("connecting to {}", sel.describe()),
+        _ => format!("opening {which}"),
+    }
 }
 
 fn copy_session(dst: &Store, view: &SessionView) -> Result<(), Error> {

@@ -211,13 +211,21 @@ fn open_scanned(sel: &Selection) -> Result<(Store, StoreScan), Error> {
 /// scanned is reported as a problem with `id: null`.
 pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
     let sel = Selection::from_store_args(args)?;
+    // A server is reached (and may time out) already here.
+    let scanning = Progress::spinner(
+        "verify",
+        &match &sel {
+            Selection::Postgres(..) => format!("connecting to {}", sel.describe()),
+            _ => "scanning the store".to_string(),
+        },
+    );
     sel.check_exists()?;
     // A kind this build cannot open is an error, not a finding.
     sel.config()?;
     let mut problems = Vec::new();
     let mut sessions = 0usize;
     let mut ok = 0usize;
-    let scanning = Progress::spinner("verify", "scanning the store");
+    scanning.message(|| "scanning the store".to_string());
     let opened = open_scanned(&sel);
     scanning.finish();
     match opened {
