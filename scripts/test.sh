@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Every test of the project: Rust (unit, integration, fixtures, C ABI via
-# cargo), the fault-injection build, Python and Node wrappers.
-# Builds once in release mode and reuses that build everywhere.
+# cargo), the fault-injection build, Python and Node wrappers, and the
+# packages (wheel, sdist, npm tarball, C install tree) installed and used as
+# a user would. Builds once in release mode and reuses that build everywhere.
+# Installs what the tests need on a new machine: pytest in a venv
+# (target/test-venv), the Node dev dependencies (bindings/node), the
+# packaging tools in target/package-venv. Needs ../shared beside the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,15 +27,25 @@ export DSH_PERSIST_LIB="$PWD/target/release/libdsh_persist.so"
 
 if [ -d bindings/python/tests ]; then
   step "Python wrapper tests"
-  python3 -m pip --version >/dev/null
-  python3 -c 'import pytest' 2>/dev/null || python3 -m pip install --quiet pytest
-  python3 -m pytest -q bindings/python/tests
+  venv=target/test-venv
+  if ! "$venv/bin/python" -c 'import pytest' 2>/dev/null; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pytest
+  fi
+  "$venv/bin/python" -m pytest -q bindings/python/tests
 fi
 
 if [ -f bindings/node/package.json ]; then
   step "Node wrapper tests"
   (cd bindings/node && npm install --no-audit --no-fund --silent && node --test test/)
 fi
+
+step "Packages: every artifact (scripts/package.sh)"
+bash scripts/package.sh --out target/ci-dist
+
+step "Packages: installed and used as a user would (scripts/check-packages.sh)"
+bash scripts/check-packages.sh target/ci-dist
 
 step "Fixtures untouched"
 cargo test --release --test fixtures_untouched

@@ -31,6 +31,7 @@ from setuptools import setup
 from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
+from setuptools.dist import Distribution
 
 HERE = Path(__file__).resolve().parent
 NAME = {"darwin": "libdsh_persist.dylib", "win32": "dsh_persist.dll"}.get(sys.platform, "libdsh_persist.so")
@@ -102,12 +103,17 @@ class BuildPyWithLibrary(build_py):
             subprocess.run(["strip", "--strip-unneeded", str(target)], check=True)
 
 
-class Py3PlatformWheel(bdist_wheel):
-    """A platform wheel for any Python 3: ``py3-none-<platform>``."""
+class BinaryDistribution(Distribution):
+    """The package carries a native library: build it into the platform
+    library directory and make a platform wheel (not ``py3-none-any``)."""
 
-    def finalize_options(self):
-        super().finalize_options()
-        self.root_is_pure = False  # it carries a native library
+    def has_ext_modules(self):
+        return True
+
+
+class Py3PlatformWheel(bdist_wheel):
+    """A platform wheel for any Python 3: ``py3-none-<platform>`` (setuptools
+    would write ``cpXY-cpXY-<platform>``; there is no extension module)."""
 
     def get_tag(self):
         _, _, platform = super().get_tag()
@@ -120,10 +126,13 @@ class SdistWithCrate(sdist):
     def run(self):
         if not (HERE / "rust" / "Cargo.toml").is_file():
             raise SystemExit(
-                "dsh-persist: an sdist needs the crate in bindings/python/rust/; "
-                "build it with scripts/package.sh, which puts it there"
+                "dsh-persist: an sdist must carry the crate (rust/) it builds the library from; "
+                "build the sdist with scripts/package.sh, which adds it"
             )
         super().run()
 
 
-setup(cmdclass={"build_py": BuildPyWithLibrary, "bdist_wheel": Py3PlatformWheel, "sdist": SdistWithCrate})
+setup(
+    cmdclass={"build_py": BuildPyWithLibrary, "bdist_wheel": Py3PlatformWheel, "sdist": SdistWithCrate},
+    distclass=BinaryDistribution,
+)
