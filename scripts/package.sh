@@ -12,11 +12,15 @@
 # lib/libdsh_persist.a, lib/pkgconfig/dsh_persist.pc,
 # lib/cmake/dsh_persist/ (find_package(dsh_persist)) and bin/dsh-persist.
 #
-# Usage: scripts/package.sh [--out OUT] [--prefix PREFIX] [--destdir DESTDIR]
+# Usage: scripts/package.sh [--out OUT] [--prefix PREFIX] [--destdir DESTDIR] [--no-build]
 #   OUT      default dist/
 #   PREFIX   where the C tree will live, written into the .pc and used for the
 #            install (default OUT/c); an absolute path
 #   DESTDIR  stage the C install under DESTDIR/PREFIX (packagers)
+#   --no-build  package the release build already in target/release instead
+#            of running `cargo build --release --lib --bin` (CI: the build
+#            its tests ran against; `--all-targets` gives some dependencies
+#            other features, so a plain build would compile the crate again)
 #
 # Reuses the release build when it is fresh (one `cargo build --release`).
 # Shipped binaries are stripped copies; target/release keeps its debug info
@@ -31,11 +35,13 @@ repo="$PWD"
 out="dist"
 prefix=""
 destdir=""
+build=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --out) out="$2"; shift 2 ;;
         --prefix) prefix="$2"; shift 2 ;;
         --destdir) destdir="$2"; shift 2 ;;
+        --no-build) build=0; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "package.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -64,9 +70,14 @@ for v in "$py_version" "$py_lib_version" "$node_version"; do
 done
 IFS=. read -r major minor patch <<<"$version"
 
-step "cargo build --release (library and CLI; a no-op when the build is fresh)"
-cargo build --release --locked --lib --bin dsh-persist
+if [ "$build" = 1 ]; then
+    step "cargo build --release (library and CLI; a no-op when the build is fresh)"
+    cargo build --release --locked --lib --bin dsh-persist
+fi
 so="target/release/libdsh_persist.so"
+for f in "$so" target/release/libdsh_persist.a target/release/dsh-persist; do
+    [ -f "$f" ] || { echo "package.sh: no $f (run without --no-build)" >&2; exit 1; }
+done
 soname="$(objdump -p "$so" | awk '$1 == "SONAME" { print $2 }')"
 if [ -z "$soname" ]; then
     echo "package.sh: $so has no SONAME (build.rs sets it)" >&2

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s  (%ss)\n' "$*" "$SECONDS"; }
 
 # The fault-injection build comes first: it rebuilds the library with the
 # feature on, and the cdylib's file name does not depend on features, so the
@@ -41,13 +41,18 @@ if [ -f bindings/node/package.json ]; then
   (cd bindings/node && npm install --no-audit --no-fund --silent && node --test test/)
 fi
 
+# After every test that reads the upstream fixtures; the packaging checks
+# below use only files of their own.
+step "Fixtures untouched"
+cargo test --release --test fixtures_untouched
+
+# The packages carry the release build the tests above ran against
+# (--no-build). The sdist check compiles the crate once more, as `cargo build
+# --release --lib` (dependencies reused), which is why it comes last.
 step "Packages: every artifact (scripts/package.sh)"
-bash scripts/package.sh --out target/ci-dist
+bash scripts/package.sh --out target/ci-dist --no-build
 
 step "Packages: installed and used as a user would (scripts/check-packages.sh)"
 bash scripts/check-packages.sh target/ci-dist
-
-step "Fixtures untouched"
-cargo test --release --test fixtures_untouched
 
 step "all tests passed"
