@@ -34,6 +34,8 @@ from setuptools.command.sdist import sdist
 from setuptools.dist import Distribution
 
 HERE = Path(__file__).resolve().parent
+# The repository root when building from a checkout (<repo>/bindings/python).
+CHECKOUT = HERE.parents[1] if len(HERE.parents) > 1 else None
 NAME = {"darwin": "libdsh_persist.dylib", "win32": "dsh_persist.dll"}.get(sys.platform, "libdsh_persist.so")
 ENV_LIB = "DSH_PERSIST_LIB"
 ENV_PLATFORM = "DSH_WHEEL_PLATFORM"
@@ -41,8 +43,8 @@ ENV_PLATFORM = "DSH_WHEEL_PLATFORM"
 
 def crate_dir():
     """The crate to build: ``rust/`` in an sdist, the repository in a checkout."""
-    for candidate in (HERE / "rust", HERE.parents[1]):
-        if (candidate / "Cargo.toml").is_file() and (candidate / "src" / "lib.rs").is_file():
+    for candidate in (HERE / "rust", CHECKOUT):
+        if candidate is not None and (candidate / "Cargo.toml").is_file() and (candidate / "src" / "lib.rs").is_file():
             return candidate
     return None
 
@@ -77,13 +79,18 @@ def find_library():
     crate = crate_dir()
     if crate is not None and shutil.which("cargo"):
         return cargo_build(crate)
-    if crate is not None and crate == HERE.parents[1]:
+    if crate is not None and crate == CHECKOUT:
         built = crate / "target" / "release" / NAME
         if built.is_file():
             return built, True
+    if crate is None:
+        why = "this source tree has no crate to build it from (an sdist made by scripts/package.sh has it in rust/)"
+        todo = "Build from the repository or its sdist"
+    else:
+        why = f"Rust's cargo is not on PATH to build it from {crate}"
+        todo = "Install Rust (https://rustup.rs) and retry"
     raise SystemExit(
-        f"dsh-persist: no {NAME} to bundle, and Rust's cargo is not on PATH to build it. "
-        "Install Rust (https://rustup.rs) and retry, install a prebuilt wheel "
+        f"dsh-persist: no {NAME} to bundle: {why}. {todo}, install a prebuilt wheel "
         f"(scripts/package.sh writes dist/dsh_persist-*.whl), or set {ENV_LIB} to a built {NAME}."
     )
 
