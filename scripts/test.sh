@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Every test of the project: Rust (unit, integration, fixtures, C ABI via
 # cargo), the fault-injection build, Python and Node wrappers, the
-# PostgreSQL backend against a real server started here.
-# Builds once in release mode and reuses that build everywhere.
+# PostgreSQL backend against a real server started here, and the packages
+# (wheel, sdist, npm tarball, C install tree) installed and used as a user
+# would. Builds once in release mode and reuses that build everywhere.
+# Installs what the tests need on a new machine: pytest in a venv
+# (target/test-venv), the Node dev dependencies (bindings/node), the
+# packaging tools in target/package-venv, PostgreSQL and the OpenSSL headers
+# from the distribution's packages. Needs ../shared beside the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s  (%ss)\n' "$*" "$SECONDS"; }
 
 # The TLS library the PostgreSQL backend links (native-tls: OpenSSL on
 # Linux) needs its headers to build; Debian's image has them, a bare
@@ -49,9 +54,13 @@ export DSH_PERSIST_LIB="$PWD/target/release/libdsh_persist.so"
 
 if [ -d bindings/python/tests ]; then
   step "Python wrapper tests"
-  python3 -m pip --version >/dev/null
-  python3 -c 'import pytest' 2>/dev/null || python3 -m pip install --quiet pytest
-  python3 -m pytest -q bindings/python/tests
+  venv=target/test-venv
+  if ! "$venv/bin/python" -c 'import pytest' 2>/dev/null; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check pytest
+  fi
+  "$venv/bin/python" -m pytest -q bindings/python/tests
 fi
 
 if [ -f bindings/node/package.json ]; then
@@ -59,7 +68,18 @@ if [ -f bindings/node/package.json ]; then
   (cd bindings/node && npm install --no-audit --no-fund --silent && node --test test/)
 fi
 
+# After every test that reads the upstream fixtures; the packaging checks
+# below use only files of their own.
 step "Fixtures untouched"
 cargo test --release --test fixtures_untouched
+
+# The packages carry the release build the tests above ran against
+# (--no-build). The sdist check compiles the crate once more, as `cargo build
+# --release --lib` (dependencies reused), which is why it comes last.
+step "Packages: every artifact (scripts/package.sh)"
+bash scripts/package.sh --out target/ci-dist --no-build
+
+step "Packages: installed and used as a user would (scripts/check-packages.sh)"
+bash scripts/check-packages.sh target/ci-dist
 
 step "all tests passed"

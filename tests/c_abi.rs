@@ -31,14 +31,14 @@ fn lib_file_name() -> String {
 
 /// The directory holding the cdylib built for this test run: cargo builds
 /// the library's crate types into `target/<profile>/deps`, next to this
-/// test binary.
+/// test binary. It also gets the SONAME link (`with_soname_link`).
 fn lib_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let exe = std::env::current_exe().unwrap();
         let deps = exe.parent().unwrap().to_path_buf();
         if deps.join(lib_file_name()).exists() {
-            return deps;
+            return with_soname_link(deps);
         }
         // Fallback: build it (e.g. when run through a tool that skips the
         // cdylib).
@@ -57,9 +57,24 @@ fn lib_dir() -> PathBuf {
             deps.display(),
             debug.display()
         );
-        debug
+        with_soname_link(debug)
     })
     .clone()
+}
+
+/// A program linked with `-ldsh_persist` records the library's SONAME
+/// (`libdsh_persist.so.0.M`, set by build.rs) and the loader looks for a
+/// file of that name; cargo writes only `libdsh_persist.so`, so the link an
+/// install makes is made here too.
+fn with_soname_link(dir: PathBuf) -> PathBuf {
+    let soname = env!("DSH_PERSIST_SONAME");
+    if !soname.is_empty() {
+        let link = dir.join(soname);
+        let _ = std::fs::remove_file(&link);
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(lib_file_name(), &link).expect("create the SONAME link");
+    }
+    dir
 }
 
 fn cc() -> String {

@@ -1,5 +1,5 @@
-// Types of dsh-persist, the Node binding of libdsh_persist (SPEC §11).
-// JSON results are typed loosely (`Json`); their shapes are those of SPEC §1–7.
+// Types of dsh-persist, the Node binding of libdsh_persist.
+// JSON results are typed loosely (`Json`); README.md and docs/bindings.md of the repository describe their shapes.
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -141,8 +141,9 @@ export declare class Store extends Handle {
 /** A live session. Close it (or flush) to make its events durable. */
 export declare class Session extends Handle {
   readonly store: Store;
-  /** Returns the assigned seq (a bigint only beyond 2^53). BigInt values in data are written exactly. */
-  append(type: string, data: unknown, options?: AppendOptions): number | bigint;
+  /** Appends one event and returns its seq (seqs are safe integers). BigInt values in data are written exactly. */
+  append(type: string, data: unknown, options?: AppendOptions): number;
+  /** append() with data as JSON text, kept verbatim; the seq as the library reports it (a bigint only beyond 2^53, which seqs never reach). */
   appendRaw(type: string, dataJson: string, options?: AppendOptions): number | bigint;
   flush(): void;
   events(fromSeq?: number | bigint): SessionEvent[];

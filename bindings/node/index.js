@@ -1,6 +1,6 @@
 'use strict';
 // dsh-persist: crash-safe session logs of the DeepSeek Harness, from Node.
-// A thin koffi wrapper over libdsh_persist (the C ABI of SPEC §11).
+// A thin koffi wrapper over libdsh_persist (its C ABI).
 
 const errors = require('./src/errors');
 const { libraryPath, libraryVersion, PACKAGE_VERSION } = require('./src/lib');

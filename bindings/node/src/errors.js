@@ -1,6 +1,6 @@
 'use strict';
-// Errors thrown by dsh-persist: one class per dsh_status (SPEC §11).
-// Every failure carries the numeric `status`, its `kind` (SPEC §6 names), the
+// Errors thrown by dsh-persist: one class per dsh_status of the library.
+// Every failure carries the numeric `status`, its `kind` name, the
 // machine-readable `code` (e.g. "SESSION_NOT_FOUND") or null, and a real
 // `name`. An unknown status maps to DshError itself (libsignal Errors.ts).
 

@@ -5,8 +5,9 @@
 // `char **out` becomes `dsh_owned_str *` (a disposable string freed with
 // dsh_free right after koffi copies it; never the C runtime's free).
 //
-// Search order: DSH_PERSIST_LIB (nothing else when set), then the crate's
-// target/release relative to this package (bindings/node → ../../target/release).
+// Search order: DSH_PERSIST_LIB (nothing else when set), then the package
+// directory (the npm package carries the library), then, in a checkout of the
+// repository only, the crate's target/release (bindings/node → ../../target/release).
 // The library's major.minor version must equal this package's.
 //
 // Calls are synchronous only: the last error is thread-local and koffi's
@@ -26,12 +27,39 @@ function libraryFileName() {
   return 'libdsh_persist.so';
 }
 
+/** The repository root when this package is used from a checkout (`<repo>/bindings/node`), else null. */
+function checkoutRoot() {
+  const root = path.resolve(__dirname, '..', '..', '..');
+  const isFile = (p) => fs.existsSync(p) && fs.statSync(p).isFile();
+  return isFile(path.join(root, 'Cargo.toml')) && isFile(path.join(root, 'include', 'dsh_persist.h')) ? root : null;
+}
+
 /** Where the library is looked for, in order. */
 function candidatePaths() {
   const env = process.env[ENV_VAR];
   if (env) return [env];
   const name = libraryFileName();
-  return [path.join(__dirname, '..', name), path.resolve(__dirname, '..', '..', '..', 'target', 'release', name)];
+  const paths = [path.join(__dirname, '..', name)];
+  const root = checkoutRoot();
+  if (root) paths.push(path.join(root, 'target', 'release', name));
+  return paths;
+}
+
+function notFoundMessage(tried) {
+  const name = libraryFileName();
+  const lines = [`dsh-persist: libdsh_persist not found. Tried: ${tried.join('; ')}.`];
+  if (process.env[ENV_VAR]) {
+    lines.push(`${ENV_VAR} is set, so nothing else was tried: point it at a built ${name} or unset it.`);
+  } else if (checkoutRoot()) {
+    lines.push(`This is a checkout of dsh-persist: build the library with \`cargo build --release\` in ${checkoutRoot()}.`);
+  } else {
+    lines.push(
+      'The installed package carries no library for this platform. Install the package built by ' +
+        '`scripts/package.sh` in the repository (`npm install dist/dsh-persist-*.tgz`), ' +
+        `or set ${ENV_VAR} to the path of a built ${name}.`,
+    );
+  }
+  return lines.join('\n');
 }
 
 function loadLibrary() {
@@ -47,10 +75,7 @@ function loadLibrary() {
       throw new Error(`dsh-persist: cannot load ${p}: ${e.message}`);
     }
   }
-  throw new Error(
-    `dsh-persist: libdsh_persist not found; build it with \`cargo build --release\` or set ${ENV_VAR} to its path. ` +
-      `Tried: ${tried.join('; ')}`,
-  );
+  throw new Error(notFoundMessage(tried));
 }
 
 const { lib, libraryPath } = loadLibrary();

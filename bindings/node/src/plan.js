@@ -1,5 +1,5 @@
 'use strict';
-// PlanMode: the plan-mode controller (SPEC §7, dsh_plan_*).
+// PlanMode: the plan-mode controller (dsh_plan_*).
 
 const { fns, callRequiredText, callHandle } = require('./lib');
 const { Handle } = require('./handle');

@@ -1,8 +1,9 @@
 'use strict';
-// Session: a live session this process writes (SPEC §6.1, dsh_session_*).
+// Session: a live session this process writes (dsh_session_*).
 
 const { fns, call, callText, callRequiredText } = require('./lib');
 const { Handle } = require('./handle');
+const { InvariantError, Status } = require('./errors');
 const args = require('./args');
 
 /**
@@ -25,19 +26,30 @@ class Session extends Handle {
   }
 
   /**
-   * Appends one event; returns its seq (a Number; a BigInt beyond 2^53).
+   * Appends one event; returns its seq, a Number (seqs are safe integers:
+   * the library refuses a log that would pass 2^53 - 1).
    * `data` is serialized with JSON.stringify (BigInt values exactly); use
    * appendRaw() to pass JSON text.
    * @param {string} type
    * @param {unknown} data
    * @param {{surfaceOp?: "append"|{op:"replace",start:number,end:number}, sourceEventSeqs?: number[], ignorable?: boolean}} [options]
+   * @returns {number}
    */
   append(type, data, options = {}) {
     if (data === undefined) throw new TypeError('data must be a JSON value, not undefined');
-    return this.appendRaw(type, args.stringify(data, 'data'), options);
+    const seq = this.appendRaw(type, args.stringify(data, 'data'), options);
+    if (typeof seq !== 'number') {
+      throw new InvariantError(Status.INVARIANT, `the library returned seq ${seq}, beyond the safe integer range`);
+    }
+    return seq;
   }
 
-  /** append() with `data` as JSON text, kept verbatim. */
+  /**
+   * append() with `data` as JSON text, kept verbatim. Returns the seq as
+   * the library reports it: a Number, or a BigInt if it were beyond 2^53
+   * (which the library's seqs never are).
+   * @returns {number | bigint}
+   */
   appendRaw(type, dataJson, options = {}) {
     const rawType = args.text(type, 'type');
     const rawData = args.text(dataJson, 'dataJson');

@@ -1,5 +1,5 @@
 'use strict';
-// Store: an opened JSONL or SQLite store (SPEC §6, dsh_store_*).
+// Store: an opened JSONL or SQLite store (dsh_store_*).
 
 const { fns, call, callText, callRequiredText, callHandle } = require('./lib');
 const { Handle } = require('./handle');

@@ -74,3 +74,21 @@ test('DSH_PERSIST_LIB is the only place looked at when set', () => {
   assert.notEqual(r.status, 0);
   assert.ok(r.stderr.includes('cannot load'), r.stderr);
 });
+
+test('a package without its library says what to do', () => {
+  // A copy of the package outside any checkout, without a library: what a
+  // broken installation looks like.
+  const dir = require('./helpers').tempDir();
+  const pkg = path.join(dir, 'node_modules', 'dsh-persist');
+  fs.mkdirSync(pkg, { recursive: true });
+  for (const f of ['package.json', 'index.js', 'src']) fs.cpSync(path.resolve(__dirname, '..', f), path.join(pkg, f), { recursive: true });
+  fs.symlinkSync(path.resolve(__dirname, '..', 'node_modules', 'koffi'), path.join(dir, 'node_modules', 'koffi'));
+  const env = { ...process.env };
+  delete env.DSH_PERSIST_LIB;
+  const r = spawnSync(process.execPath, ['-e', "require('dsh-persist')"], { cwd: dir, env, encoding: 'utf8' });
+  assert.notEqual(r.status, 0);
+  assert.ok(r.stderr.includes('libdsh_persist not found'), r.stderr);
+  assert.ok(r.stderr.includes(`${path.join(pkg, 'libdsh_persist.so')} (missing)`), r.stderr);
+  assert.ok(r.stderr.includes('carries no library') && r.stderr.includes('scripts/package.sh'), r.stderr);
+  assert.ok(r.stderr.includes('DSH_PERSIST_LIB') && !r.stderr.includes('target/release'), r.stderr);
+});

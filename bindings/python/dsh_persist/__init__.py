@@ -1,6 +1,6 @@
 """dsh_persist: crash-safe session logs of the DeepSeek Harness, from Python.
 
-A thin ``ctypes`` wrapper over ``libdsh_persist`` (the C ABI of SPEC §11):
+A thin ``ctypes`` wrapper over ``libdsh_persist`` (the library's C ABI):
 
     from dsh_persist import Store, PlanMode
 
@@ -10,8 +10,10 @@ A thin ``ctypes`` wrapper over ``libdsh_persist`` (the C ABI of SPEC §11):
             session.flush()
         print(store.load("s1")["events"])
 
-The library is found through ``DSH_PERSIST_LIB``, the package directory or
-the crate's ``target/release`` (see :mod:`dsh_persist._lib`).
+An installed package carries the library; ``DSH_PERSIST_LIB`` overrides it,
+and a checkout of the repository uses the crate's ``target/release`` (see
+:mod:`dsh_persist._lib`). Paths in configs and headers may be
+``pathlib.Path``; :class:`DshIOError` is also an :class:`OSError`.
 """
 
 from ._errors import (

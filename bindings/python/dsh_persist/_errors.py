@@ -1,9 +1,9 @@
-"""Exceptions raised by dsh_persist: one class per ``dsh_status`` (SPEC §11).
+"""Exceptions raised by dsh_persist: one class per ``dsh_status`` of the C library.
 
-Every failure of the C library becomes a :class:`DshError` subclass carrying
-the numeric ``status``, its ``kind`` name (as in SPEC §6) and the optional
-machine-readable ``code`` (e.g. ``"SESSION_NOT_FOUND"``). A status this
-version does not know maps to :class:`DshError` itself.
+Every failure of the library becomes a :class:`DshError` subclass carrying
+the numeric ``status``, its ``kind`` name (``"not_found"``, ``"io"``, …) and
+the optional machine-readable ``code`` (e.g. ``"SESSION_NOT_FOUND"``). A
+status this version does not know maps to :class:`DshError` itself.
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ class DshError(Exception):
         self.message = message
         self.code = code or None
 
+    def __str__(self) -> str:
+        return self.message
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(status={self.status}, code={self.code!r}, message={self.message!r})"
 
@@ -79,10 +82,14 @@ class FormatUnsupportedError(DshError):
     kind = "format_unsupported"
 
 
-class DshIOError(DshError):
+class DshIOError(DshError, OSError):
     """The operating system refused a file or database operation (status 6).
 
-    Named ``DshIOError`` so it does not shadow the builtin ``IOError``.
+    Also an :class:`OSError`, so ``except OSError`` handlers see it. The
+    library reports the failure as text (the message names the file and the
+    system error), so ``errno`` and ``filename`` are ``None``. Named
+    ``DshIOError`` so it does not shadow the builtin ``IOError`` (an alias of
+    ``OSError``).
     """
 
     kind = "io"

@@ -77,12 +77,15 @@ class Handle:
             self._release(ptr)
 
     def __enter__(self):  # type: ignore[no-untyped-def]
+        """Returns the handle itself; ``with`` closes it on exit."""
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        """Closes the handle (exceptions propagate)."""
         self.close()
 
     def __del__(self) -> None:
+        """Safety net: closes a handle that was never closed; never raises."""
         try:
             if getattr(self, "_ptr", None) is not None:
                 self.close()

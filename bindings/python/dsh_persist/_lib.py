@@ -1,11 +1,12 @@
-"""Loading ``libdsh_persist`` and declaring every C function (SPEC §11).
+"""Loading ``libdsh_persist`` and declaring every C function of its C ABI.
 
 Search order for the shared library:
 
 1. the path in the ``DSH_PERSIST_LIB`` environment variable (nothing else is
    tried when it is set, so a wrong path fails loudly);
-2. the package directory (where ``pip install`` bundles a built library);
-3. the crate's ``target/release`` directory, found relative to this file
+2. the package directory, where a wheel carries the library (an installed
+   package needs no environment variable);
+3. in a checkout of the repository only, the crate's ``target/release``
    (``bindings/python/dsh_persist`` → ``<repo>/target/release``).
 
 The library's ``dsh_version()`` must have the package's major.minor version,
@@ -110,14 +111,50 @@ def _library_file_name() -> str:
     return "libdsh_persist.so"
 
 
+def _checkout_root() -> Optional[Path]:
+    """The repository root when this package is imported from a checkout
+    (``<repo>/bindings/python/dsh_persist``), else ``None``."""
+    here = Path(__file__).resolve()
+    if len(here.parents) < 4:
+        return None
+    root = here.parents[3]
+    if (root / "Cargo.toml").is_file() and (root / "include" / "dsh_persist.h").is_file():
+        return root
+    return None
+
+
 def candidate_paths() -> List[Path]:
     """Where the library is looked for, in order (see the module docs)."""
     env = os.environ.get(ENV_VAR)
     if env:
         return [Path(env)]
     name = _library_file_name()
-    here = Path(__file__).resolve()
-    return [here.parent / name, here.parents[3] / "target" / "release" / name]
+    paths = [Path(__file__).resolve().parent / name]
+    root = _checkout_root()
+    if root is not None:
+        paths.append(root / "target" / "release" / name)
+    return paths
+
+
+def _not_found_message(tried: List[str]) -> str:
+    name = _library_file_name()
+    lines = ["dsh_persist: libdsh_persist not found. Tried: " + "; ".join(tried) + "."]
+    if os.environ.get(ENV_VAR):
+        lines.append(f"{ENV_VAR} is set, so nothing else was tried: point it at a built {name} or unset it.")
+    elif _checkout_root() is not None:
+        root = _checkout_root()
+        lines.append(
+            f"This is a checkout of dsh-persist: build the library with `cargo build --release` in {root}, "
+            "or install the package with `pip install bindings/python` (it builds the library with cargo)."
+        )
+    else:
+        lines.append(
+            "The installed package carries no library. Reinstall it from a wheel for your platform "
+            "(`scripts/package.sh` in the repository writes `dist/dsh_persist-*.whl`) or from the source "
+            "distribution with Rust's cargo on PATH (https://rustup.rs; it builds the library), "
+            f"or set {ENV_VAR} to the path of a built {name}."
+        )
+    return "\n".join(lines)
 
 
 def _load() -> Tuple[ctypes.CDLL, Path]:
@@ -130,10 +167,7 @@ def _load() -> Tuple[ctypes.CDLL, Path]:
             return ctypes.CDLL(str(path)), path
         except OSError as e:
             raise ImportError(f"dsh_persist: cannot load {path}: {e}") from e
-    raise ImportError(
-        "dsh_persist: libdsh_persist not found; build it with `cargo build --release` "
-        f"or set {ENV_VAR} to its path. Tried: " + "; ".join(tried)
-    )
+    raise ImportError(_not_found_message(tried))
 
 
 def _check_status(result: int, func: Any, arguments: Tuple[Any, ...]) -> Tuple[Any, ...]:
@@ -183,7 +217,7 @@ def encode_text(value: Any, name: str) -> bytes:
     """A ``str`` argument as NUL-terminated UTF-8.
 
     Lone surrogates pass through as their (invalid) UTF-8 bytes so the library
-    rejects them with its own message (SPEC §1.3). Embedded NULs would
+    rejects them with its own message. Embedded NULs would
     silently truncate the C string and are refused here.
     """
     if not isinstance(value, str):
@@ -196,12 +230,30 @@ def encode_text(value: Any, name: str) -> bytes:
 
 
 def encode_optional_text(value: Any, name: str) -> Optional[bytes]:
+    """:func:`encode_text`, with ``None`` passed through (a NULL argument)."""
     return None if value is None else encode_text(value, name)
 
 
 def dumps(value: Any) -> str:
     """JSON text of a Python value, as the library expects it (UTF-8, compact)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+CONFIG_PATH_KEYS = ("root", "path")
+HEADER_PATH_KEYS = ("cwd",)
+
+
+def with_text_paths(value: Any, keys: Tuple[str, ...]) -> Any:
+    """``value`` with the path fields ``keys`` of a dict turned into ``str``
+    when they are :class:`os.PathLike` (``pathlib.Path`` and the like); a copy,
+    the caller's dict is not changed. Anything else is returned as is."""
+    if not isinstance(value, dict) or not any(isinstance(value.get(k), os.PathLike) for k in keys):
+        return value
+    copy = dict(value)
+    for key in keys:
+        if isinstance(copy.get(key), os.PathLike):
+            copy[key] = os.fsdecode(copy[key])
+    return copy
 
 
 def encode_json(value: Any, name: str, containers: Tuple[type, ...]) -> bytes:
@@ -216,6 +268,7 @@ def encode_json(value: Any, name: str, containers: Tuple[type, ...]) -> bytes:
 
 
 def check_uint(value: Any, name: str) -> int:
+    """A ``uint64_t`` argument: an ``int`` (not a ``bool``) in ``0 .. 2**64-1``."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     if not 0 <= value < 2**64:
@@ -224,6 +277,7 @@ def check_uint(value: Any, name: str) -> int:
 
 
 def check_bool(value: Any, name: str) -> bool:
+    """A ``bool`` argument (no truthy stand-ins)."""
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
     return value
@@ -243,6 +297,7 @@ def call_owned_text(fn: Any, *args: Any) -> Optional[str]:
 
 
 def loads(text: Optional[str]) -> Any:
+    """``json.loads`` of a result, ``None`` for a NULL result."""
     return None if text is None else json.loads(text)
 
 

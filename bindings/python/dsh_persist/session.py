@@ -1,4 +1,4 @@
-"""``Session``: a live session this process writes (SPEC §6.1, ``dsh_session_*``)."""
+"""``Session``: a live session this process writes (the ``dsh_session_*`` functions)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ class Session(Handle):
     _kind = "session"
 
     def __init__(self, ptr: Any, store: "Store") -> None:
+        """Wraps a live ``dsh_session *``; sessions come from :meth:`Store.start`,
+        :meth:`Store.resume` and :meth:`Store.fork`."""
         super().__init__(ptr, _close_session)
         self.store = store
 
@@ -103,6 +105,7 @@ class Session(Handle):
     # -- reads -------------------------------------------------------------
 
     def events_raw(self, from_seq: int = 0) -> str:
+        """:meth:`events` as the library's JSON text."""
         return self._text(lib.dsh_session_events, check_uint(from_seq, "from_seq"))
 
     def events(self, from_seq: int = 0) -> List[Dict[str, Any]]:
@@ -110,6 +113,7 @@ class Session(Handle):
         return loads(self.events_raw(from_seq))
 
     def header_raw(self) -> str:
+        """:attr:`header` as the library's JSON text."""
         return self._text(lib.dsh_session_header)
 
     @property
@@ -123,22 +127,27 @@ class Session(Handle):
         return self.header["id"]
 
     def messages_raw(self) -> str:
+        """:meth:`messages` as the library's JSON text."""
         return self._text(lib.dsh_session_messages)
 
     def messages(self) -> List[Dict[str, Any]]:
-        """The model-visible transcript derived from the surface (SPEC §1.5)."""
+        """The model-visible transcript: the messages the model sees, derived
+        from the session's message events and their ``surface_op``."""
         return loads(self.messages_raw())
 
     def background_error(self) -> Optional[Any]:
-        """The last failed background write, or ``None``."""
+        """The last failed background write as ``{"kind", "message", "code"?}``,
+        or ``None``. :meth:`flush` and :meth:`close` raise it as well."""
         with self._use() as ptr:
             return loads(call_owned_text(lib.dsh_session_background_error, ptr))
 
     def __repr__(self) -> str:
+        """``<dsh_persist.Session live>`` or ``<dsh_persist.Session closed>``."""
         return f"<dsh_persist.Session {'closed' if self.closed else 'live'}>"
 
 
 def type_name(value: Any) -> str:
+    """The name of ``value``'s type, for error messages."""
     return type(value).__name__
 
 

@@ -1,4 +1,4 @@
-"""``Store``: an opened JSONL or SQLite store (SPEC §6, ``dsh_store_*``)."""
+"""``Store``: an opened JSONL or SQLite store (the ``dsh_store_*`` functions)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Optional, Union
 from . import _lib
 from ._handle import Handle
 from ._lib import (
+    CONFIG_PATH_KEYS,
+    HEADER_PATH_KEYS,
     call_owned_text,
     check_uint,
     encode_json,
@@ -15,11 +17,17 @@ from ._lib import (
     lib,
     loads,
     required,
+    with_text_paths,
 )
 
 Json = Any
 Config = Union[Dict[str, Any], str]
 Header = Union[Dict[str, Any], str]
+
+
+def _header(header: Header, name: str = "header") -> bytes:
+    """A header argument: a dict (``cwd`` may be an ``os.PathLike``) or its JSON text."""
+    return encode_json(with_text_paths(header, HEADER_PATH_KEYS), name, (dict,))
 
 
 def _close_store(ptr: Any) -> None:
@@ -39,14 +47,19 @@ class Store(Handle):
     _kind = "store"
 
     def __init__(self, ptr: Any) -> None:
+        """Wraps an opened ``dsh_store *``; use :meth:`Store.open` instead."""
         super().__init__(ptr, _close_store)
 
     @classmethod
     def open(cls, config: Config) -> "Store":
         """Opens a store. ``config`` is a dict or its JSON text, e.g.
         ``{"backend": "jsonl", "root": "/tmp/logs"}`` or
-        ``{"backend": "sqlite", "path": "/tmp/s.db"}`` (SPEC §11)."""
-        raw = encode_json(config, "config", (dict,))
+        ``{"backend": "sqlite", "path": "/tmp/s.db"}``; ``root`` and ``path``
+        may be ``pathlib.Path`` (any ``os.PathLike``). The other keys
+        (``compression``, ``writeBatchMaxDelayMs``, ``journalMode``, …) are
+        listed in the README; an unknown key is an
+        :class:`InvalidArgumentError`."""
+        raw = encode_json(with_text_paths(config, CONFIG_PATH_KEYS), "config", (dict,))
         out = _lib.store_p()
         lib.dsh_store_open(raw, ctypes.byref(out))
         return cls(out)
@@ -54,8 +67,12 @@ class Store(Handle):
     # -- writes ------------------------------------------------------------
 
     def create(self, header: Header) -> None:
-        """Registers a new session (lazy: nothing is written until the first append)."""
-        raw = encode_json(header, "header", (dict,))
+        """Registers a new session (lazy: nothing is written until the first append).
+
+        ``header`` is ``{"id": …}`` plus optional ``createdAt``, ``cwd`` (may be
+        an ``os.PathLike``), ``parentSession``, ``seedLength``, … or its JSON
+        text. An id already stored or live is a :class:`ConflictError`."""
+        raw = _header(header)
         with self._use() as ptr:
             lib.dsh_store_create(ptr, raw)
 
@@ -84,7 +101,8 @@ class Store(Handle):
             return call_owned_text(fn, ptr, *args)
 
     def locate_raw(self, header: Header) -> Optional[str]:
-        return self._nullable_text(lib.dsh_store_locate, encode_json(header, "header", (dict,)))
+        """:meth:`locate` as JSON text (``None`` for SQLite)."""
+        return self._nullable_text(lib.dsh_store_locate, _header(header))
 
     def locate(self, header: Header) -> Optional[Dict[str, Any]]:
         """Where a session with this header lives: ``{"kind": "jsonl", "path": …}``,
@@ -92,6 +110,7 @@ class Store(Handle):
         return loads(self.locate_raw(header))
 
     def load_raw(self, session_id: str) -> str:
+        """:meth:`load` as the library's JSON text (big integers in ``data`` kept verbatim)."""
         return self._text(lib.dsh_store_load, encode_text(session_id, "session_id"))
 
     def load(self, session_id: str) -> Dict[str, Any]:
@@ -100,6 +119,7 @@ class Store(Handle):
         return loads(self.load_raw(session_id))
 
     def inspect_raw(self, session_id: str) -> str:
+        """:meth:`inspect` as the library's JSON text."""
         return self._text(lib.dsh_store_inspect, encode_text(session_id, "session_id"))
 
     def inspect(self, session_id: str) -> Dict[str, Any]:
@@ -107,6 +127,7 @@ class Store(Handle):
         return loads(self.inspect_raw(session_id))
 
     def read_from_raw(self, session_id: str, from_seq: int = 0) -> str:
+        """:meth:`read_from` as the library's JSON text."""
         sid = encode_text(session_id, "session_id")
         seq = check_uint(from_seq, "from_seq")
         return self._text(lib.dsh_store_read_from, sid, seq)
@@ -125,6 +146,7 @@ class Store(Handle):
         return loads(self.read_raw_text(session_id))
 
     def list_raw(self) -> str:
+        """:meth:`list` as the library's JSON text."""
         return self._text(lib.dsh_store_list)
 
     def list(self) -> List[Dict[str, Any]]:
@@ -132,6 +154,7 @@ class Store(Handle):
         return loads(self.list_raw())
 
     def list_snapshots_raw(self) -> str:
+        """:meth:`list_snapshots` as the library's JSON text."""
         return self._text(lib.dsh_store_list_snapshots)
 
     def list_snapshots(self) -> List[Dict[str, Any]]:
@@ -141,10 +164,11 @@ class Store(Handle):
     # -- live sessions -------------------------------------------------------
 
     def start(self, header: Header) -> "Session":
-        """Starts a new live session."""
+        """Starts a new live session with this header (as for :meth:`create`).
+        Close the returned :class:`Session` (or use it as a context manager)."""
         from .session import Session
 
-        raw = encode_json(header, "header", (dict,))
+        raw = _header(header)
         out = _lib.session_p()
         with self._use() as ptr:
             lib.dsh_session_start(ptr, raw, ctypes.byref(out))
@@ -168,7 +192,7 @@ class Store(Handle):
     ) -> "Session":
         """Forks ``source_id`` at the inclusive ``boundary`` seq (``-1``: the last
         event) into a new live session; ``child`` is its header (``None``: a
-        generated id)."""
+        generated id; its ``cwd`` is the parent's)."""
         from .session import Session
 
         sid = encode_text(source_id, "source_id")
@@ -176,13 +200,14 @@ class Store(Handle):
             raise TypeError(f"boundary must be an int, not {type(boundary).__name__}")
         if not -1 <= boundary < 2**63:
             raise _lib.InvalidArgumentError(1, f"boundary must be -1 (last) or a seq, got {boundary}")
-        raw_child = None if child is None else encode_json(child, "child", (dict,))
+        raw_child = None if child is None else _header(child, "child")
         out = _lib.session_p()
         with self._use() as ptr:
             lib.dsh_session_fork(ptr, sid, boundary, raw_child, ctypes.byref(out))
         return Session(out, self)
 
     def __repr__(self) -> str:
+        """``<dsh_persist.Store open>`` or ``<dsh_persist.Store closed>``."""
         return f"<dsh_persist.Store {'closed' if self.closed else 'open'}>"
 
 

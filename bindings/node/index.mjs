@@ -1,0 +1,28 @@
+// ESM entry of dsh-persist: the objects of the CommonJS entry (index.js) as
+// named exports, and the whole module as the default export. The names are
+// those index.d.ts declares (test/esm.test.js compares the three lists).
+import dsh from './index.js';
+
+export const {
+  Store,
+  Session,
+  PlanMode,
+  Status,
+  DshError,
+  InvalidArgumentError,
+  NotFoundError,
+  ConflictError,
+  CorruptionError,
+  FormatUnsupportedError,
+  DshIOError,
+  BusyError,
+  ClosedError,
+  InvariantError,
+  UnsupportedError,
+  DshPanicError,
+  version,
+  libraryPath,
+  libraryVersion,
+} = dsh;
+
+export default dsh;
