@@ -36,6 +36,10 @@ pub enum Op {
     Unlink,
     /// Executing `COMMIT` of a SQLite write transaction.
     SqliteCommit,
+    /// Right after a SQLite `COMMIT` that succeeded: a failure here is a
+    /// lost acknowledgement (the commit is stored, the caller is told it
+    /// failed, as when the fsync of the commit reports an error).
+    SqliteCommitAck,
 }
 
 /// Which call fails.

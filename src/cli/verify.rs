@@ -54,6 +54,11 @@ fn check_session(store: &Store, id: &str) -> Result<(), Problem> {
         .read(id)
         .map_err(|e| Problem::from_error(Some(id), &e))?;
     if let Some(torn) = log.and_then(|l| l.torn) {
+        // A writer holds the session (a live session in another process):
+        // its incomplete last write is not there yet, not a crash leftover.
+        if store.backend().writer_holder(id).ok().flatten().is_some() {
+            return Ok(());
+        }
         let message = match torn {
             TornTail::Jsonl {
                 truncate_to,

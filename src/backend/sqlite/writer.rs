@@ -171,12 +171,35 @@ pub fn append(
         }
         _ => {}
     }
+    let mut events = events;
     if events[0].seq != stored_next {
-        return Err(Error::conflict(format!(
-            "stale append to session {}: the stored log continues at seq {stored_next}, but this batch starts at seq {} (another writer appended)",
-            quote(id),
-            events[0].seq
-        )));
+        // A retry after an ambiguous commit (an error reported for a commit
+        // that went through): the batch's first events may be stored
+        // already. Exactly those, at exactly these seqs, are not written
+        // again; anything else is another writer's append.
+        let already = match &existing {
+            Some(row) if events[0].seq < stored_next => {
+                let stored = reader::stored_suffix(&tx, label, row, events[0].seq)?;
+                let n = (stored_next - events[0].seq) as usize;
+                (stored.len() == n
+                    && n <= events.len()
+                    && stored.iter().zip(events).all(|(a, b)| same_event(a, b)))
+                .then_some(n)
+            }
+            _ => None,
+        };
+        let Some(already) = already else {
+            return Err(Error::conflict(format!(
+                "stale append to session {}: the stored log continues at seq {stored_next}, but this batch starts at seq {} (another writer appended)",
+                quote(id),
+                events[0].seq
+            )));
+        };
+        events = &events[already..];
+        if events.is_empty() {
+            let row = existing.expect("checked above");
+            return Ok((row.incarnation, row.revision));
+        }
     }
     if existing.is_none() {
         insert_session(&tx, label, header)?;
@@ -184,14 +207,75 @@ pub fn append(
     insert_rows(&tx, label, id, events)?;
     let rev = bump_revision(&tx, label, id)?;
     crate::fault::check(crate::fault::Op::SqliteCommit).map_err(|e| Error::io(label, e))?;
-    tx.commit().map_err(|e| {
-        sql_error(
+    let committed = tx
+        .commit()
+        .and_then(|()| crate::fault::check(crate::fault::Op::SqliteCommitAck).map_err(ack_error));
+    if let Err(e) = committed {
+        let e = sql_error(
             label,
             &format!("cannot commit the append to session {}", quote(id)),
             e,
-        )
-    })?;
+        );
+        return settle_commit(conn, label, id, events, &rev, e);
+    }
     Ok(rev)
+}
+
+/// Whether two events are the same stored record (SQLite keeps no envelope
+/// key order, so that is not compared).
+fn same_event(a: &Event, b: &Event) -> bool {
+    a.event_type == b.event_type
+        && a.seq == b.seq
+        && a.time == b.time
+        && a.data == b.data
+        && a.surface_op == b.surface_op
+        && a.source_event_seqs == b.source_event_seqs
+        && a.ignorable == b.ignorable
+}
+
+/// An injected lost commit acknowledgement (`Op::SqliteCommitAck`): the
+/// commit happened, the caller is told it failed.
+fn ack_error(e: std::io::Error) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR_FSYNC),
+        Some(e.to_string()),
+    )
+}
+
+/// After `COMMIT` reported `error`, finds out what is stored (SPEC §4.3,
+/// reliability D9): a commit error does not say whether the transaction
+/// reached the database. When a fresh read sees exactly this append (the
+/// revision it bumped and its last event), it is committed and the append
+/// succeeds; when it sees the state before, the error stands (nothing was
+/// written; a retry is safe). When it cannot tell, the error says so; a
+/// retry through the same session then compares the stored events with the
+/// batch and never writes them twice.
+fn settle_commit(
+    conn: &mut Connection,
+    label: &str,
+    id: &str,
+    events: &[Event],
+    rev: &(String, i64),
+    error: Error,
+) -> Result<(String, i64)> {
+    let check = (|| -> Result<bool> {
+        let Some(row) = reader::session_row(conn, label, id)? else {
+            return Ok(false);
+        };
+        if (row.incarnation.as_str(), row.revision) != (rev.0.as_str(), rev.1) {
+            return Ok(false);
+        }
+        let last = events.last().expect("a non-empty batch");
+        let stored = reader::stored_suffix(conn, label, &row, last.seq)?;
+        Ok(stored.len() == 1 && same_event(&stored[0], last))
+    })();
+    match check {
+        Ok(true) => Ok(rev.clone()),
+        Ok(false) => Err(error),
+        Err(why) => Err(error.context(&format!(
+            "the append may or may not be stored (checking failed: {why}); retrying it through the same session never stores it twice"
+        ))),
+    }
 }
 
 /// Commits the repair of `log` (SPEC §4.3): under the write lock, checks
