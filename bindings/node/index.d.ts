@@ -145,6 +145,8 @@ export declare class Session extends Handle {
   append(type: string, data: unknown, options?: AppendOptions): number | bigint;
   appendRaw(type: string, dataJson: string, options?: AppendOptions): number | bigint;
   flush(): void;
+  /** After close() threw: frees the session, dropping events that still cannot be written. */
+  discard(): void;
   events(fromSeq?: number | bigint): SessionEvent[];
   eventsRaw(fromSeq?: number | bigint): string;
   readonly header: SessionHeader;
