@@ -260,10 +260,19 @@ fn lock_file(dir: &Path, id: &str, name: String) -> Result<WriterLock> {
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                let holder = probe(&file).unwrap_or(WriterHolder {
-                    pid: None,
-                    this_process: false,
-                });
+                // The holder sets its record lock right after its flock:
+                // give it that moment to become visible.
+                let holder = (0..3)
+                    .find_map(|_| {
+                        probe(&file).or_else(|| {
+                            std::thread::yield_now();
+                            None
+                        })
+                    })
+                    .unwrap_or(WriterHolder {
+                        pid: None,
+                        this_process: false,
+                    });
                 drop(file);
                 return Err(busy(id, &holder));
             }

@@ -53,10 +53,21 @@ fn check_session(store: &Store, id: &str) -> Result<(), Problem> {
         .backend()
         .read(id)
         .map_err(|e| Problem::from_error(Some(id), &e))?;
-    if let Some(torn) = log.and_then(|l| l.torn) {
+    if let Some((torn, revision)) = log.and_then(|l| l.torn.map(|t| (t, l.revision))) {
         // A writer holds the session (a live session in another process):
         // its incomplete last write is not there yet, not a crash leftover.
-        if store.backend().writer_holder(id).ok().flatten().is_some() {
+        // So is one that a writer finished and released since the read: a
+        // crash leftover is still there, unchanged, when read again.
+        let held = store.backend().writer_holder(id).ok().flatten().is_some();
+        let moved = || {
+            store
+                .backend()
+                .read(id)
+                .ok()
+                .flatten()
+                .is_none_or(|again| again.torn.is_none() || again.revision != revision)
+        };
+        if held || moved() {
             return Ok(());
         }
         let message = match torn {
