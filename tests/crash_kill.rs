@@ -513,7 +513,11 @@ impl Reader {
         let _ = self.child.wait();
         std::thread::sleep(Duration::from_millis(20));
         let lines = self.lines.lock().unwrap();
-        let bad: Vec<String> = lines.iter().filter(|l| l.contains("bad ")).cloned().collect();
+        let bad: Vec<String> = lines
+            .iter()
+            .filter(|l| l.contains("bad "))
+            .cloned()
+            .collect();
         let last = lines
             .iter()
             .rev()

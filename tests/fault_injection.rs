@@ -622,7 +622,15 @@ fn turn_tags(events: &[Event]) -> Vec<String> {
     json_of(events)
         .iter()
         .filter(|j| j.contains("\"user/message\""))
-        .map(|j| j.split("\"id\":\"").nth(1).unwrap().split('"').next().unwrap().to_string())
+        .map(|j| {
+            j.split("\"id\":\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .to_string()
+        })
         .collect()
 }
 
@@ -663,7 +671,10 @@ fn an_ambiguous_jsonl_write_is_retried_without_writing_twice() {
                 assert_eq!(e.kind(), ErrorKind::Io, "{kind:?} {what}: {e}");
                 assert_eq!(armed.fired().len(), 2, "{kind:?} {what}");
             }
-            assert!(file_len(&log) > before, "{kind:?} {what}: bytes were left behind");
+            assert!(
+                file_len(&log) > before,
+                "{kind:?} {what}: bytes were left behind"
+            );
             // The retry (the same pending events plus one more turn).
             live_turn(&live, 3);
             live.flush().unwrap();

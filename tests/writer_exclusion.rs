@@ -267,7 +267,11 @@ fn append_live(store: &Store, id: &str, tag: &str) -> Result<(), Error> {
         surface_op: Some("\"append\"".into()),
         ..Default::default()
     };
-    live.append("turn/start", &format!(r#"{{"turn":{t}}}"#), &Default::default())?;
+    live.append(
+        "turn/start",
+        &format!(r#"{{"turn":{t}}}"#),
+        &Default::default(),
+    )?;
     live.append("user/message", &user_msg(tag), &op)?;
     live.append(
         "turn/end",
@@ -294,8 +298,12 @@ fn child_writer(kind: Kind, location: &Path, id: &str, turns: u64) {
     };
     for t in 1..=turns {
         let tag = format!("m{t}");
-        live.append("turn/start", &format!(r#"{{"turn":{t}}}"#), &Default::default())
-            .unwrap();
+        live.append(
+            "turn/start",
+            &format!(r#"{{"turn":{t}}}"#),
+            &Default::default(),
+        )
+        .unwrap();
         live.append("user/message", &user_msg(&tag), &op).unwrap();
         live.flush().unwrap();
         say(&format!("ack {tag}"));
@@ -710,7 +718,9 @@ fn the_create_race_across_cwds_has_one_winner() {
                     let (k, m) = l.split_once(' ').unwrap();
                     assert_eq!(k, "conflict", "{ctx}: the loser gets a conflict: {m}");
                     assert!(m.contains("already exists"), "{ctx}: {m}");
-                    *losers.entry(m.split(':').next().unwrap().to_string()).or_default() += 1;
+                    *losers
+                        .entry(m.split(':').next().unwrap().to_string())
+                        .or_default() += 1;
                 }
             }
             let store = kind.open(&location);

@@ -131,10 +131,7 @@ impl LockSpace {
                     ino: *ns,
                     name,
                 };
-                Ok(HELD
-                    .lock()
-                    .contains(&key)
-                    .then(WriterHolder::this_process))
+                Ok(HELD.lock().contains(&key).then(WriterHolder::this_process))
             }
             LockSpace::Files(dir) => {
                 let Some(key) = dir_key(dir, &name)? else {

@@ -40,9 +40,9 @@ use crate::model::invariants::TurnTrace;
 use crate::model::json::{self, quote};
 use crate::model::seed;
 use crate::model::surface::SurfaceState;
-use crate::store::view::has_open_turn;
 use crate::model::validate::{check_lossless, read_from_view, session_view};
 use crate::model::vocabulary::Vocabulary;
+use crate::store::view::has_open_turn;
 
 /// Milliseconds since the epoch, as event `time` is assigned.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;

@@ -378,7 +378,9 @@ impl LiveSession {
         self.inner.closing.store(true, Ordering::Release);
         if !self.inner.closed.swap(true, Ordering::AcqRel) {
             drop(self.inner.writer.lock().take());
-            self.inner.shared.unregister_live(&self.inner.header.id, &self.inner);
+            self.inner
+                .shared
+                .unregister_live(&self.inner.header.id, &self.inner);
         }
         dropped
     }

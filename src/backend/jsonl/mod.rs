@@ -38,9 +38,9 @@ use super::{
 };
 use crate::codec::chunk_rows::{PackLimits, Record, pack, unpacked};
 use crate::error::{Error, Result};
+use crate::fault;
 use crate::model::event::Event;
 use crate::model::header::SessionHeader;
-use crate::fault;
 use crate::model::json::quote;
 
 /// How to open a JSONL root.
@@ -447,7 +447,8 @@ impl JsonlBackend {
         }
         let next = durable.len() as u64;
         if rest.is_empty() {
-            let meta = std::fs::metadata(path).map_err(|e| layout::io_err("cannot stat", path, e))?;
+            let meta =
+                std::fs::metadata(path).map_err(|e| layout::io_err("cannot stat", path, e))?;
             return Ok(self.note_write(path, &FileIdentity::of(&meta), next, true));
         }
         self.write_batch(&mut log, path, rest, next)

@@ -70,8 +70,14 @@ mod tests {
         let id = FileIdentity::of(&meta);
         assert_eq!(id.revision(), FileIdentity::of(&meta).revision());
         for other in [
-            FileIdentity { size: id.size + 1, ..id },
-            FileIdentity { ino: id.ino + 1, ..id },
+            FileIdentity {
+                size: id.size + 1,
+                ..id
+            },
+            FileIdentity {
+                ino: id.ino + 1,
+                ..id
+            },
             FileIdentity {
                 mtime_ns: id.mtime_ns + 1,
                 ..id

@@ -141,9 +141,8 @@ impl SqliteBackend {
         let locks = match &path {
             None => LockSpace::process(),
             Some(p) => {
-                let abs = std::path::absolute(p).map_err(|e| {
-                    Error::io(format!("cannot resolve the path of {label}"), e)
-                })?;
+                let abs = std::path::absolute(p)
+                    .map_err(|e| Error::io(format!("cannot resolve the path of {label}"), e))?;
                 let mut dir = abs.into_os_string();
                 dir.push(LOCK_DIR_NAME);
                 LockSpace::files(PathBuf::from(dir))
