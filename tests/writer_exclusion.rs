@@ -569,6 +569,9 @@ fn a_live_writer_and_looping_readers() {
         let location = kind.location(dir.path());
         let id = "live";
         let ctx = format!("{} live writer + readers", kind.name());
+        // The store exists before the processes race to open it (two first
+        // opens of a brand-new SQLite file may not both initialise it).
+        kind.open(&location).close().unwrap();
         let mut writer = spawn_child(&format!(
             "writer|{}|{}|{id}|{turns}",
             kind.name(),
