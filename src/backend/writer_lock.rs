@@ -5,7 +5,9 @@
 //! A lock is a small file `<lock dir>/<name>@lock` (mode 0600) holding no
 //! data. The holder keeps it open with two kernel locks on it:
 //!
-//! - an exclusive `flock` (`File::try_lock`): the exclusion itself. `flock`
+//! - an exclusive `flock` (`LOCK_EX | LOCK_NB`, what `File::try_lock` does
+//!   from Rust 1.89 on; called through rustix here, which keeps the crate's
+//!   minimum Rust version): the exclusion itself. `flock`
 //!   locks belong to the open file description, so two handles in one
 //!   process that open the file separately exclude each other too;
 //! - a POSIX record lock (`fcntl(F_SETLK)`, whole file) that only serves to
@@ -36,7 +38,7 @@
 //! [`Backend::writer_holder`]: super::Backend::writer_holder
 
 use std::collections::HashSet;
-use std::fs::{self, DirBuilder, File, OpenOptions, TryLockError};
+use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -254,9 +256,9 @@ fn lock_file(dir: &Path, id: &str, name: String) -> Result<WriterLock> {
             .custom_flags(no_follow())
             .open(&path)
             .map_err(|e| io_err("cannot open the writer lock", &path, e))?;
-        match file.try_lock() {
+        match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
+            Err(rustix::io::Errno::WOULDBLOCK) => {
                 // The holder sets its record lock right after its flock:
                 // give it that moment to become visible.
                 let holder = (0..3)
@@ -273,8 +275,8 @@ fn lock_file(dir: &Path, id: &str, name: String) -> Result<WriterLock> {
                 drop(file);
                 return Err(busy(id, &holder));
             }
-            Err(TryLockError::Error(e)) => {
-                return Err(io_err("cannot lock the writer lock", &path, e));
+            Err(e) => {
+                return Err(io_err("cannot lock the writer lock", &path, e.into()));
             }
         }
         // The previous holder may have unlinked the file between our open
