@@ -270,7 +270,7 @@ impl Store {
         }
         if let Some(holder) = self.shared.backend.writer_holder(id)? {
             // Live (not yet written) in another process or store handle.
-            let busy = super::super::backend::writer_lock::busy(id, &holder);
+            let busy = crate::backend::writer_lock::busy(id, &holder);
             return Err(held_by_another(id, &busy));
         }
         Ok(())
