@@ -424,20 +424,38 @@ dsh_status dsh_session_messages(dsh_session *session,
 dsh_status dsh_session_background_error(dsh_session *session,
                                         char **out_json);
 
-// Closes a live session: final drain (flush), releases its id, frees the
-// handle.
+// Closes a live session: final drain (flush), releases its id (and the
+// id's writer lock, so another process may write it), frees the handle.
 //
-// - `session`: NULL is a no-op returning `DSH_OK`. Otherwise the handle is
-//   freed even when the drain fails (the status reports the drain, e.g.
-//   `DSH_IO`); it must not be used again, and the call must not overlap
-//   other calls on it.
+// - `session`: NULL is a no-op returning `DSH_OK`. The call must not
+//   overlap other calls on the handle.
+// - `DSH_OK`: everything appended is durable; the handle is freed and must
+//   not be used again.
+// - Any other status (e.g. `DSH_IO`, disk full): **the handle stays valid
+//   and is not freed.** Its pending events are kept, in order; appends are
+//   refused (`DSH_CLOSED`); flush, reads and `dsh_session_close` itself
+//   may be called again to retry the drain. A host that gives up releases
+//   the handle with `dsh_session_free`, which drops what could not be
+//   written.
 //
-// A session whose store was closed first closes with `DSH_OK` (the store
-// drained it).
+// A session whose store was closed first closes with `DSH_OK` once the
+// store's close drained it.
 //
 // # Safety
-// `session` is NULL or a live handle, closed once.
+// `session` is NULL or a live handle; after `DSH_OK` it is freed.
 dsh_status dsh_session_close(dsh_session *session);
+
+// Frees a live session handle without requiring a successful drain: for a
+// host that gives up after `dsh_session_close` failed. One last drain is
+// tried; events that still cannot be written are dropped, and the id (and
+// its writer lock) is released.
+//
+// - `session`: NULL is a no-op. Must not overlap other calls on the handle.
+//
+// # Safety
+// `session` is NULL or a live handle, freed once (not after a
+// `dsh_session_close` that returned `DSH_OK`).
+void dsh_session_free(dsh_session *session);
 
 // Opens a store from its configuration JSON:
 // `{"backend":"jsonl","root":…,"compression":"zstd"|"none","packChunks":true,

@@ -40,6 +40,10 @@ pub enum Op {
     /// is a reply lost with the connection: the batch is stored, but the
     /// writer does not know).
     PostgresCommitReply,
+    /// Right after a SQLite `COMMIT` that succeeded: a failure here is a
+    /// lost acknowledgement (the commit is stored, the caller is told it
+    /// failed, as when the fsync of the commit reports an error).
+    SqliteCommitAck,
 }
 
 /// Which call fails.
@@ -50,6 +54,10 @@ pub struct Plan {
     pub fail_at: u64,
     /// Whether every call after the first failure fails too.
     pub sticky: bool,
+    /// A second call (1-based) that fails too; 0 for none. With it, a
+    /// failed write or fsync can be followed by a failed rollback while the
+    /// calls after that succeed (an ambiguous write that a retry resolves).
+    pub also_at: u64,
 }
 
 impl Plan {
@@ -58,6 +66,7 @@ impl Plan {
         Plan {
             fail_at: n,
             sticky: false,
+            also_at: 0,
         }
     }
 
@@ -66,6 +75,16 @@ impl Plan {
         Plan {
             fail_at: n,
             sticky: true,
+            also_at: 0,
+        }
+    }
+
+    /// Fail exactly the `a`-th and the `b`-th call.
+    pub fn calls(a: u64, b: u64) -> Plan {
+        Plan {
+            fail_at: a,
+            sticky: false,
+            also_at: b,
         }
     }
 
@@ -155,7 +174,8 @@ mod imp {
         };
         s.trace.push(op);
         let n = s.trace.len() as u64;
-        let fail = plan.fail_at != 0 && (n == plan.fail_at || plan.sticky && n > plan.fail_at);
+        let fail = plan.fail_at != 0 && (n == plan.fail_at || plan.sticky && n > plan.fail_at)
+            || plan.also_at != 0 && n == plan.also_at;
         if fail {
             s.fired.push((n, op));
             return Err(io::Error::other(format!(

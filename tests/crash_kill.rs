@@ -22,6 +22,14 @@
 //! PostgreSQL runs too when `DSH_TEST_POSTGRES_URL` names a server: the
 //! child writes to a schema of its own, the parent checks a copy of its
 //! rows in a second schema.
+//! A second process, the reader (`DSH_CRASH_READER=…`), runs the whole
+//! time: it loops `list`, `load` and `inspect` over the store the children
+//! write, while they write and when they are killed. It never repairs under
+//! a live child (the child holds the writer lock); after a kill it may
+//! repair the crash leftovers itself, which the next child then resumes.
+//! Any reader error other than `busy` (a load of an open turn a child is
+//! still writing) fails the run. The reader pauses while the parent copies
+//! the store, so the copy is of a quiet store.
 //!
 //! `DSH_CRASH_KILLS=<n>` sets the kills per backend (default 20);
 //! `DSH_CRASH_SEED=<u64>` replays a run.
@@ -47,6 +55,7 @@ use support::TempDir;
 use support::conv;
 
 const CHILD_ENV: &str = "DSH_CRASH_CHILD";
+const READER_ENV: &str = "DSH_CRASH_READER";
 /// Base of the deterministic clock: event `seq` gets time `T0 + 3 * seq`.
 const T0: i64 = 1_790_000_000_000;
 /// Kills per session before the harness moves on to a fresh session (keeps
@@ -372,7 +381,20 @@ fn child_process() {
     let clock_next = next.clone();
     let clock = Arc::new(move || time_of(clock_next.fetch_add(1, Ordering::SeqCst) as u64));
     let store = Store::with_backend(backend, config, Some(clock));
-    let (live, history): (LiveSession, Vec<Event>) = match store.prepare(&id) {
+    // The reader may be repairing a crash leftover (it holds the writer lock
+    // for that): wait for it.
+    let prepared = {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match store.prepare(&id) {
+                Err(Error::Busy(_)) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                other => break other,
+            }
+        }
+    };
+    let (live, history): (LiveSession, Vec<Event>) = match prepared {
         Ok(prepared) => {
             let history = prepared.events().to_vec();
             next.store(history.len() as i64, Ordering::SeqCst);
@@ -407,6 +429,166 @@ fn child_process() {
         t += 1;
     }
     panic!("the crash child was never killed");
+}
+
+// ---------------------------------------------------------------------------
+// The reader.
+
+/// Reader mode: `DSH_CRASH_READER=<backend>|<location>|<pause file>`.
+/// Loops list/load/inspect over every session until killed; prints
+/// `reads <loads ok> <loads busy> <inspects ok>` now and then and `bad
+/// <message>` for any other error. While the pause file exists it closes
+/// its store, creates `<pause file>.ack` and waits.
+#[test]
+fn reader_process() {
+    let Ok(spec) = std::env::var(READER_ENV) else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split('|').collect();
+    let (kind, location, pause) = (
+        Kind::parse(parts[0]),
+        PathBuf::from(parts[1]),
+        PathBuf::from(parts[2]),
+    );
+    let ack = pause.with_extension("ack");
+    let (mut ok, mut busy, mut inspected) = (0u64, 0u64, 0u64);
+    for round in 0u64.. {
+        if pause.exists() {
+            std::fs::write(&ack, b"").unwrap();
+            while pause.exists() {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            let _ = std::fs::remove_file(&ack);
+        }
+        if !location.exists() {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        let store = match Store::open(kind.config(&location, 200)) {
+            Ok(s) => s,
+            Err(e) => {
+                out_line(&format!("bad open: {e}"));
+                continue;
+            }
+        };
+        let ids: Vec<String> = match store.list() {
+            Ok(h) => h.into_iter().map(|h| h.id).collect(),
+            Err(e) => {
+                out_line(&format!("bad list: {e}"));
+                Vec::new()
+            }
+        };
+        for id in ids {
+            match store.load(&id) {
+                Ok(v) => {
+                    if dsh_persist::store::view::has_open_turn(&v.events) {
+                        out_line(&format!("bad load of {id}: an open turn"));
+                    }
+                    ok += 1;
+                }
+                Err(Error::Busy(_)) => busy += 1,
+                Err(e) => out_line(&format!("bad load of {id}: {e}")),
+            }
+            match store.inspect(&id) {
+                Ok(_) => inspected += 1,
+                Err(e) => out_line(&format!("bad inspect of {id}: {e}")),
+            }
+        }
+        if let Err(e) = store.close() {
+            out_line(&format!("bad close: {e}"));
+        }
+        if round % 20 == 0 {
+            out_line(&format!("reads {ok} {busy} {inspected}"));
+        }
+    }
+}
+
+/// The reader process and what it printed.
+struct Reader {
+    child: std::process::Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    pause: PathBuf,
+}
+
+impl Reader {
+    fn start(kind: Kind, location: &Path, work: &Path) -> Reader {
+        let pause = work.join("reader.pause");
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "reader_process",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(
+                READER_ENV,
+                format!("{}|{}|{}", kind.name(), location.display(), pause.display()),
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let l2 = lines.clone();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+                l2.lock().unwrap().push(line);
+            }
+        });
+        Reader {
+            child,
+            lines,
+            pause,
+        }
+    }
+
+    /// Runs `f` while the reader is paused (its store closed).
+    fn paused<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let ack = self.pause.with_extension("ack");
+        std::fs::write(&self.pause, b"").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ack.exists() {
+            assert!(
+                self.child.try_wait().unwrap().is_none(),
+                "the reader died: {:?}",
+                self.lines.lock().unwrap()
+            );
+            assert!(Instant::now() < deadline, "the reader does not pause");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let r = f();
+        std::fs::remove_file(&self.pause).unwrap();
+        r
+    }
+
+    /// Stops the reader; returns (loads ok, loads busy, inspects ok) and
+    /// its complaints.
+    fn stop(mut self) -> ((u64, u64, u64), Vec<String>) {
+        // Let it report once more, then stop it.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::thread::sleep(Duration::from_millis(20));
+        let lines = self.lines.lock().unwrap();
+        let bad: Vec<String> = lines
+            .iter()
+            .filter(|l| l.contains("bad "))
+            .cloned()
+            .collect();
+        let last = lines
+            .iter()
+            .rev()
+            .find_map(|l| {
+                let i = l.find("reads ")?;
+                let n: Vec<u64> = l[i + 6..]
+                    .split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                (n.len() == 3).then(|| (n[0], n[1], n[2]))
+            })
+            .unwrap_or((0, 0, 0));
+        (last, bad)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -618,6 +800,7 @@ fn crash_run(kind: Kind) {
             }
         });
     }
+    let mut reader = Reader::start(kind, &location, work.path());
     let mut tally = Tally {
         kills: 0,
         recovered: 0,
@@ -640,7 +823,8 @@ fn crash_run(kind: Kind) {
         }
         // What a fresh store sees now (the previous kill's verification).
         let ctx = format!("{} kill {k} (seed {seed}, session {id})", kind.name());
-        let (history, repaired) = load_copy(kind, &location, &id, &scratch)
+        let (history, repaired) = reader
+            .paused(|| load_copy(kind, &location, &id, &scratch))
             .unwrap_or_else(|e| panic!("{ctx}: load after the kill failed: {e}"))
             .unwrap_or_default();
         tally.repairs += repaired as usize;
@@ -712,7 +896,8 @@ fn crash_run(kind: Kind) {
         }
     }
     let ctx = format!("{} final check (seed {seed}, session {id})", kind.name());
-    let (last, repaired) = load_copy(kind, &location, &id, &scratch)
+    let (last, repaired) = reader
+        .paused(|| load_copy(kind, &location, &id, &scratch))
         .unwrap_or_else(|e| panic!("{ctx}: load after the last kill failed: {e}"))
         .unwrap_or_default();
     tally.repairs += repaired as usize;
@@ -722,6 +907,12 @@ fn crash_run(kind: Kind) {
     if lost == 0 {
         tally.recovered += 1;
     }
+    let ((reads_ok, reads_busy, inspects), bad) = reader.stop();
+    assert!(bad.is_empty(), "the reader process failed: {bad:?}");
+    println!(
+        "crash: reader process alongside: {reads_ok} loads, {reads_busy} refused busy (an open turn of a live child), {inspects} inspects, 0 errors ({})",
+        kind.name()
+    );
     println!(
         "crash: {} kills, {} recovered, {} lost ({}; {} acknowledged events compared, {} loads repaired a torn tail or open turn, {} kills during open/resume/repair of a torn log, {} runs killed before their first durable flush, largest log {} events)",
         tally.kills,
@@ -740,7 +931,7 @@ fn crash_run(kind: Kind) {
 
 #[test]
 fn crash_kill_jsonl_zstd() {
-    if std::env::var(CHILD_ENV).is_ok() {
+    if std::env::var(CHILD_ENV).is_ok() || std::env::var(READER_ENV).is_ok() {
         return;
     }
     crash_run(Kind::Zstd);
@@ -748,7 +939,7 @@ fn crash_kill_jsonl_zstd() {
 
 #[test]
 fn crash_kill_jsonl_raw() {
-    if std::env::var(CHILD_ENV).is_ok() {
+    if std::env::var(CHILD_ENV).is_ok() || std::env::var(READER_ENV).is_ok() {
         return;
     }
     crash_run(Kind::Raw);
@@ -756,7 +947,7 @@ fn crash_kill_jsonl_raw() {
 
 #[test]
 fn crash_kill_sqlite() {
-    if std::env::var(CHILD_ENV).is_ok() {
+    if std::env::var(CHILD_ENV).is_ok() || std::env::var(READER_ENV).is_ok() {
         return;
     }
     crash_run(Kind::Sqlite);
@@ -775,7 +966,7 @@ fn crash_kill_postgres() {
 /// wrong bytes).
 #[test]
 fn workload_model_matches_a_live_session() {
-    if std::env::var(CHILD_ENV).is_ok() {
+    if std::env::var(CHILD_ENV).is_ok() || std::env::var(READER_ENV).is_ok() {
         return;
     }
     let dir = TempDir::new("crash-model");
@@ -846,7 +1037,7 @@ fn workload_model_matches_a_live_session() {
 /// batch boundary (e.g. inside a run of packed chunks) for a torn tail.
 #[test]
 fn random_batch_splits_load_back_whole() {
-    if std::env::var(CHILD_ENV).is_ok() {
+    if std::env::var(CHILD_ENV).is_ok() || std::env::var(READER_ENV).is_ok() {
         return;
     }
     let seed = seed();

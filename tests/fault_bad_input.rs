@@ -342,12 +342,14 @@ fn ids_and_cwds_never_leave_the_root() {
             }
         }
         store.close().unwrap();
-        // Nothing outside the root: the temp dir holds only `root`.
-        let outside: Vec<_> = std::fs::read_dir(dir.path())
+        // Nothing outside the root: the temp dir holds only `root` (and,
+        // for SQLite, the writer lock directory beside the database).
+        let mut outside: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .flatten()
             .map(|e| e.file_name())
             .collect();
+        outside.retain(|n| n != "root.dsh-persist-locks" || kind != Kind::Sqlite);
         assert_eq!(outside, vec![std::ffi::OsString::from("root")], "{kind:?}");
         if kind != Kind::Sqlite {
             // Every file lies in a `--<project>--/<escaped id>/` directory.
@@ -356,6 +358,16 @@ fn ids_and_cwds_never_leave_the_root() {
                 let parts: Vec<_> = rel.components().collect();
                 assert!(parts.len() <= 3, "{kind:?}: {}", rel.display());
                 let first = parts[0].as_os_str().to_string_lossy();
+                if first == ".dsh-persist-locks" {
+                    // The writer lock directory: empty once no writer holds a lock.
+                    assert_eq!(
+                        parts.len(),
+                        1,
+                        "{kind:?}: a lock left behind: {}",
+                        rel.display()
+                    );
+                    continue;
+                }
                 assert!(
                     first.starts_with("--") && first.ends_with("--") || first == "_no-cwd",
                     "{kind:?}: unexpected entry {}",

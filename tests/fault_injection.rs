@@ -489,9 +489,13 @@ fn check_scenario(kind: Kind, scenario: Scenario) -> Figures {
                 }
                 None => {
                     // Only the best-effort removal of a temp file may fail
-                    // without failing the operation.
+                    // without failing the operation, and a lost commit
+                    // acknowledgement, which the append resolves by reading
+                    // back what is stored (D9: the commit is there).
                     assert!(
-                        fired.iter().all(|f| f.1 == Op::Unlink),
+                        fired
+                            .iter()
+                            .all(|f| f.1 == Op::Unlink || f.1 == Op::SqliteCommitAck),
                         "{ctx}: a fault was swallowed: {fired:?}"
                     );
                     None
@@ -581,8 +585,17 @@ fn check_scenario(kind: Kind, scenario: Scenario) -> Figures {
     figures
 }
 
+/// The fault counters are process-wide: the tests of this binary run one at
+/// a time, so no test's I/O is counted in another's armed scope.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[test]
 fn every_io_call_fails_once_and_sticky() {
+    let _serial = serial();
     let mut report = Vec::new();
     for kind in Kind::ALL {
         for scenario in [Scenario::Cold, Scenario::Live] {
@@ -595,5 +608,146 @@ fn every_io_call_fails_once_and_sticky() {
     }
     for line in report {
         println!("{line}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Ambiguous writes (reliability D9): a write whose failure left its bytes or
+// rows behind (the rollback failed too, or the commit went through and only
+// its acknowledgement was lost). The retry must find out what is stored and
+// never store the batch twice; the outcome the caller sees is exact.
+
+/// The user-message ids of a log, in order (each turn has its own).
+fn turn_tags(events: &[Event]) -> Vec<String> {
+    json_of(events)
+        .iter()
+        .filter(|j| j.contains("\"user/message\""))
+        .map(|j| {
+            j.split("\"id\":\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+fn live_turn(live: &LiveSession, t: u64) {
+    for (ty, data, op) in turn(t) {
+        let o = if op {
+            conv::append_opts()
+        } else {
+            Default::default()
+        };
+        live.append(ty, &data, &o).unwrap();
+    }
+}
+
+#[test]
+fn an_ambiguous_jsonl_write_is_retried_without_writing_twice() {
+    let _serial = serial();
+    // (Write, Fsync) and (Fsync, Truncate) of the flush of turn 2: the write
+    // (half of it, or all of it) stays in the file, unsynced, and the
+    // rollback that should have removed it fails.
+    for kind in [Kind::Zstd, Kind::Raw] {
+        for (plan, what) in [
+            (Plan::calls(1, 2), "a short write whose rollback failed"),
+            (Plan::calls(2, 3), "a failed fsync whose rollback failed"),
+        ] {
+            let dir = TempDir::new("fault-ambiguous");
+            let location = kind.location(dir.path());
+            let store = open_store(kind, &location);
+            let live = store.start(header()).unwrap();
+            live_turn(&live, 1);
+            live.flush().unwrap();
+            live_turn(&live, 2);
+            let log = log_file(&store);
+            let before = file_len(&log);
+            {
+                let armed = fault::arm(plan);
+                let e = live.flush().unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Io, "{kind:?} {what}: {e}");
+                assert_eq!(armed.fired().len(), 2, "{kind:?} {what}");
+            }
+            assert!(
+                file_len(&log) > before,
+                "{kind:?} {what}: bytes were left behind"
+            );
+            // The retry (the same pending events plus one more turn).
+            live_turn(&live, 3);
+            live.flush().unwrap();
+            live.close().unwrap();
+            store.close().unwrap();
+            let loaded = fresh_load(kind, &location, &dir.path().join("copy"))
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                json_of(&loaded),
+                json_of(&live.snapshot()),
+                "{kind:?} {what}: the log after the retry is the session, each event once"
+            );
+            assert_eq!(turn_tags(&loaded).len(), 3, "{kind:?} {what}");
+        }
+    }
+}
+
+#[test]
+fn a_cold_append_resent_after_an_ambiguous_failure_is_stored_once() {
+    let _serial = serial();
+    for kind in Kind::ALL {
+        let dir = TempDir::new("fault-resend");
+        let location = kind.location(dir.path());
+        let store = open_store(kind, &location);
+        store.create(header()).unwrap();
+        let first = events_of(&turn(1), 0);
+        store.append(ID, first.clone()).unwrap();
+        let second = events_of(&turn(2), first.len() as u64);
+        match kind {
+            // The bytes of the failed append stay behind (fsync and rollback fail).
+            Kind::Zstd | Kind::Raw => {
+                let _armed = fault::arm(Plan::calls(2, 3));
+                let e = store.append(ID, second.clone()).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+            }
+            // The commit happens, its acknowledgement is lost: the append
+            // finds its rows stored and succeeds.
+            Kind::Sqlite => {
+                let armed = fault::arm(Plan::count_only());
+                store.append(ID, second.clone()).unwrap();
+                assert!(armed.trace().contains(&Op::SqliteCommitAck));
+                drop(armed);
+                let third = events_of(&turn(3), (first.len() + second.len()) as u64);
+                let armed = fault::arm(Plan::once(
+                    // Fail the acknowledgement of this append's commit.
+                    2,
+                ));
+                store.append(ID, third.clone()).unwrap();
+                assert_eq!(armed.fired(), vec![(2, Op::SqliteCommitAck)]);
+                drop(armed);
+                // A host that did not trust the outcome sends it again.
+                store.append(ID, third.clone()).unwrap();
+                let all = store.read_from(ID, 0).unwrap().events;
+                assert_eq!(turn_tags(&all).len(), 3, "stored once");
+                store.close().unwrap();
+                continue;
+            }
+        }
+        // The host sends the same batch again: stored once.
+        store.append(ID, second.clone()).unwrap();
+        store.append(ID, second.clone()).unwrap();
+        // A different batch at those seqs is refused.
+        let other = events_of(&turn(5), first.len() as u64);
+        let e = store.append(ID, other).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        assert!(e.to_string().contains("the stored next seq"), "{e}");
+        store.close().unwrap();
+        let loaded = fresh_load(kind, &location, &dir.path().join("copy"))
+            .unwrap()
+            .unwrap();
+        let mut want = first.clone();
+        want.extend(second);
+        assert_eq!(json_of(&loaded), json_of(&want), "{kind:?}");
     }
 }

@@ -147,7 +147,12 @@ pub const SPEC_FUNCTIONS: &[&str] = &[
 ];
 
 /// Additions beyond SPEC §11 (documented in the header and the README).
-pub const ADDED_FUNCTIONS: &[&str] = &["dsh_last_error_code"];
+pub const ADDED_FUNCTIONS: &[&str] = &[
+    "dsh_last_error_code",
+    // Frees a session whose close failed (reliability D16: a failed close
+    // keeps the handle valid and retryable; this gives it up).
+    "dsh_session_free",
+];
 
 /// The `dsh_*` function names the header declares (an identifier followed
 /// by `(` outside comments).

@@ -4,8 +4,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use dsh_persist::Result;
+use dsh_persist::backend::writer_lock::LockSpace;
 use dsh_persist::backend::{
     Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
+    WriterHolder, WriterLock,
 };
 use dsh_persist::model::event::Event;
 use dsh_persist::model::header::{HeaderSource, SessionHeader};
@@ -14,9 +16,18 @@ use dsh_persist::store::{AppendOptions, Store, StoreConfig};
 use parking_lot::Mutex;
 
 /// Keeps appended events in memory; reads report nothing stored.
-#[derive(Default)]
 struct MemBackend {
     logs: Mutex<HashMap<String, Vec<Event>>>,
+    locks: LockSpace,
+}
+
+impl Default for MemBackend {
+    fn default() -> Self {
+        MemBackend {
+            logs: Mutex::default(),
+            locks: LockSpace::process(),
+        }
+    }
 }
 
 impl Backend for MemBackend {
@@ -58,6 +69,12 @@ impl Backend for MemBackend {
     }
     fn read_raw(&self, _: &str) -> Result<Option<RawArtifact>> {
         Ok(None)
+    }
+    fn lock_writer(&self, id: &str) -> Result<WriterLock> {
+        self.locks.lock(id)
+    }
+    fn writer_holder(&self, id: &str) -> Result<Option<WriterHolder>> {
+        self.locks.holder(id)
     }
 }
 

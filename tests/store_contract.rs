@@ -480,6 +480,12 @@ impl Backend for Counting {
     fn read_raw(&self, id: &str) -> Result<Option<RawArtifact>> {
         self.inner.read_raw(id)
     }
+    fn lock_writer(&self, id: &str) -> Result<dsh_persist::backend::WriterLock> {
+        self.inner.lock_writer(id)
+    }
+    fn writer_holder(&self, id: &str) -> Result<Option<dsh_persist::backend::WriterHolder>> {
+        self.inner.writer_holder(id)
+    }
 }
 
 fn counting_store(kind: Kind, dir: &TempDir, delay_ms: u64) -> (Arc<Counting>, Store) {

@@ -146,6 +146,8 @@ export declare class Session extends Handle {
   /** append() with data as JSON text, kept verbatim; the seq as the library reports it (a bigint only beyond 2^53, which seqs never reach). */
   appendRaw(type: string, dataJson: string, options?: AppendOptions): number | bigint;
   flush(): void;
+  /** After close() threw: frees the session, dropping events that still cannot be written. */
+  discard(): void;
   events(fromSeq?: number | bigint): SessionEvent[];
   eventsRaw(fromSeq?: number | bigint): string;
   readonly header: SessionHeader;

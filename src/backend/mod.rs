@@ -12,6 +12,7 @@ pub mod postgres;
 pub mod rows;
 pub mod scan;
 pub mod sqlite;
+pub mod writer_lock;
 
 use crate::error::Result;
 use crate::model::event::Event;
@@ -76,6 +77,17 @@ pub struct StoredLog {
     /// The artifact path to quote in refusals ("raw log: …"), when the
     /// backend keeps one file per session.
     pub raw_log: Option<String>,
+    /// How many of `events` (at the end) come from an incomplete write (a
+    /// torn zstd frame's decodable prefix): a crash leftover that `load`
+    /// keeps, or a live writer's batch that is not there yet. 0 otherwise.
+    pub recovered_events: usize,
+}
+
+impl StoredLog {
+    /// The events of complete writes only (without `recovered_events`).
+    pub fn durable_len(&self) -> usize {
+        self.events.len() - self.recovered_events.min(self.events.len())
+    }
 }
 
 /// The events a `read_from` examined.
@@ -91,6 +103,9 @@ pub struct ScannedSuffix {
     /// these, then returns those with `seq >= k`.
     pub events: Vec<Event>,
     pub raw_log: Option<String>,
+    /// As [`StoredLog::recovered_events`]: the last events of `events` that
+    /// come from an incomplete write.
+    pub recovered_events: usize,
 }
 
 /// What an append expects to find.
@@ -111,11 +126,103 @@ pub enum BackendKind {
     Postgres,
 }
 
+/// An exclusive writer lock on one session id, from
+/// [`Backend::lock_writer`]. Held until dropped; the backend's storage (or
+/// the kernel, when the process dies) releases it.
+pub struct WriterLock {
+    id: String,
+    _held: Box<dyn Send + Sync>,
+}
+
+impl WriterLock {
+    /// A lock on `id` that lasts as long as `held` (whose `Drop` releases
+    /// the backend's lock: a file descriptor, a database connection, …).
+    pub fn new(id: impl Into<String>, held: impl Send + Sync + 'static) -> WriterLock {
+        WriterLock {
+            id: id.into(),
+            _held: Box::new(held),
+        }
+    }
+
+    /// The session id this lock holds.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl std::fmt::Debug for WriterLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterLock").field("id", &self.id).finish()
+    }
+}
+
+/// Who holds a session's writer lock, as far as it can be known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriterHolder {
+    /// The holder's process id, when the storage reports it.
+    pub pid: Option<u32>,
+    /// The holder is this process (another store handle, or this one).
+    pub this_process: bool,
+    /// Where the holder is, when it is not a local process the kernel
+    /// names: a database server's view of the holding connection
+    /// (PostgreSQL: `server process 4242 for a client at 10.0.0.5,
+    /// application "dsh"`). `None` for file locks.
+    pub remote: Option<String>,
+}
+
+impl WriterHolder {
+    /// A holder in this process.
+    pub fn this_process() -> WriterHolder {
+        WriterHolder {
+            pid: Some(std::process::id()),
+            this_process: true,
+            remote: None,
+        }
+    }
+
+    /// `another store handle in this process (pid N)`, `process N`, or
+    /// `another process`; with a remote holder, where it is
+    /// (`another connection (server process N for a client at …)`).
+    pub fn describe(&self) -> String {
+        match (self.this_process, self.pid, &self.remote) {
+            (true, _, Some(r)) => format!("another store handle in this process ({r})"),
+            (false, _, Some(r)) => format!("another connection ({r})"),
+            (true, Some(p), None) => format!("another store handle in this process (pid {p})"),
+            (true, None, None) => "another store handle in this process".to_string(),
+            (false, Some(p), None) => format!("process {p}"),
+            (false, None, None) => "another process".to_string(),
+        }
+    }
+}
+
 /// One kind of storage. Implementations are `Send + Sync`; the store
 /// serializes calls per session id, while calls for different ids may run
 /// concurrently.
+///
+/// **Writers.** Every write to a session happens under its writer lock
+/// ([`Backend::lock_writer`]), which the store takes: a live session (start,
+/// resume, fork) for its whole life, a cold `append`, the first append that
+/// materializes a created session, and a repair (`load`/`prepare`) for the
+/// call. The lock excludes every other writer of the id: other processes
+/// and other store handles (backends) in this process alike. Readers never
+/// take it; they may ask [`Backend::writer_holder`], which takes no lock.
 pub trait Backend: Send + Sync {
     fn kind(&self) -> BackendKind;
+
+    /// Takes the writer lock of `id` without waiting. Fails with
+    /// `Error::Busy` naming the session and, where it can be known, the
+    /// holder (see [`WriterHolder::describe`]) when another writer holds
+    /// it. The lock must not depend on anything but the id (not the
+    /// session's cwd or whether it is stored), and must be released when
+    /// the guard is dropped or the holding process dies. Two locks of one
+    /// id from one backend instance exclude each other too.
+    fn lock_writer(&self, id: &str) -> Result<WriterLock>;
+
+    /// Who holds the writer lock of `id` now (`None`: nobody), without
+    /// taking or waiting for any lock and without disturbing a writer that
+    /// is taking it. Readers use it to tell a live writer's incomplete last
+    /// write ("not there yet") from a crash leftover.
+    fn writer_holder(&self, id: &str) -> Result<Option<WriterHolder>>;
 
     /// Where the session of `header` lives (no I/O). SQLite: `None`.
     fn locate(&self, header: &SessionHeader) -> Result<Option<Location>>;

@@ -137,10 +137,23 @@ fn check_session(store: &Store, id: &str, path: &Path) -> Result<(), Problem> {
     store.inspect(id).map_err(failed)?;
     store.read_from(id, 0).map_err(failed)?;
     let log = store.backend().read(id).map_err(failed)?;
-    let Some(torn) = log.and_then(|l| l.torn) else {
+    let Some((torn, revision)) = log.and_then(|l| l.torn.map(|t| (t, l.revision))) else {
         return Ok(());
     };
-    if live_writer(store, Some(id), path) {
+    // A writer holds the session (a live session in another process): its
+    // incomplete last write is not there yet, not a crash leftover. So is
+    // one that a writer finished and released since the read: a crash
+    // leftover is still there, unchanged, when read again.
+    let moved = || {
+        store
+            .backend()
+            .read(id)
+            .ok()
+            .flatten()
+            .is_none_or(|again| again.torn.is_none() || again.revision != revision)
+    };
+    let held = store.backend().writer_holder(id).ok().flatten().is_some();
+    if held || live_writer(store, Some(id), path) || moved() {
         return Ok(());
     }
     let message = match torn {

@@ -193,6 +193,11 @@ impl<T> Guarded<T> {
         self.value
     }
 
+    /// The value, borrowed, for a `_close` that may keep the handle.
+    pub(crate) fn value(&self) -> &T {
+        &self.value
+    }
+
     /// Whether a call on this handle panicked.
     #[cfg(test)]
     pub(crate) fn is_poisoned(&self) -> bool {

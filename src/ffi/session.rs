@@ -3,7 +3,7 @@
 use std::os::raw::c_char;
 
 use super::args::{Out, handle_ref, opt_str_arg, str_arg};
-use super::boundary::{FfiError, Guarded, ffi_call};
+use super::boundary::{FfiError, Guarded, ffi_call, ffi_void};
 use super::status::dsh_status;
 use super::store::{dsh_store, store_ref, write_text};
 use crate::model::event::write_events_array;
@@ -362,29 +362,64 @@ pub unsafe extern "C" fn dsh_session_background_error(
     })
 }
 
-/// Closes a live session: final drain (flush), releases its id, frees the
-/// handle.
+/// Closes a live session: final drain (flush), releases its id (and the
+/// id's writer lock, so another process may write it), frees the handle.
 ///
-/// - `session`: NULL is a no-op returning `DSH_OK`. Otherwise the handle is
-///   freed even when the drain fails (the status reports the drain, e.g.
-///   `DSH_IO`); it must not be used again, and the call must not overlap
-///   other calls on it.
+/// - `session`: NULL is a no-op returning `DSH_OK`. The call must not
+///   overlap other calls on the handle.
+/// - `DSH_OK`: everything appended is durable; the handle is freed and must
+///   not be used again.
+/// - Any other status (e.g. `DSH_IO`, disk full): **the handle stays valid
+///   and is not freed.** Its pending events are kept, in order; appends are
+///   refused (`DSH_CLOSED`); flush, reads and `dsh_session_close` itself
+///   may be called again to retry the drain. A host that gives up releases
+///   the handle with `dsh_session_free`, which drops what could not be
+///   written.
 ///
-/// A session whose store was closed first closes with `DSH_OK` (the store
-/// drained it).
+/// A session whose store was closed first closes with `DSH_OK` once the
+/// store's close drained it.
 ///
 /// # Safety
-/// `session` is NULL or a live handle, closed once.
+/// `session` is NULL or a live handle; after `DSH_OK` it is freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dsh_session_close(session: *mut dsh_session) -> dsh_status {
     ffi_call(|| {
         if session.is_null() {
             return Ok(());
         }
+        {
+            // SAFETY: a live handle from `Box::into_raw`; borrowed for the
+            // drain, which runs even on a poisoned handle.
+            let handle = unsafe { &*session };
+            handle.inner.value().close()?;
+        }
+        // SAFETY: drained: the handle is released, once.
+        drop(unsafe { Box::from_raw(session) });
+        Ok(())
+    })
+}
+
+/// Frees a live session handle without requiring a successful drain: for a
+/// host that gives up after `dsh_session_close` failed. One last drain is
+/// tried; events that still cannot be written are dropped, and the id (and
+/// its writer lock) is released.
+///
+/// - `session`: NULL is a no-op. Must not overlap other calls on the handle.
+///
+/// # Safety
+/// `session` is NULL or a live handle, freed once (not after a
+/// `dsh_session_close` that returned `DSH_OK`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_session_free(session: *mut dsh_session) {
+    ffi_void(|| {
+        if session.is_null() {
+            return;
+        }
         // SAFETY: a live handle from `Box::into_raw`, released once.
         let handle = unsafe { Box::from_raw(session) };
-        handle.inner.into_inner().close()?;
-        Ok(())
+        let live = handle.inner.into_inner();
+        let _ = live.close();
+        live.abandon();
     })
 }
 
@@ -806,7 +841,9 @@ mod tests {
             expect(dsh_session_flush(session), DSH_OK, "");
             expect(dsh_session_background_error(session, &mut out), DSH_OK, "");
             assert!(out.is_null());
-            // A drain failure at close is reported, and the handle is freed.
+            // A drain failure at close is reported; the handle stays valid
+            // with its pending event, refuses appends, and the close can be
+            // retried (reliability D16).
             let mut seq = 0;
             expect(
                 dsh_session_append(
@@ -821,7 +858,38 @@ mod tests {
             );
             backend.mode.store(FAIL, Ordering::SeqCst);
             expect(dsh_session_close(session), DSH_IO, "disk full (injected)");
+            expect(dsh_session_close(session), DSH_IO, "disk full (injected)");
+            expect(
+                dsh_session_append(
+                    session,
+                    c("turn/end").as_ptr(),
+                    c(r#"{"turn":2,"reason":{"kind":"completed"}}"#).as_ptr(),
+                    null(),
+                    &mut seq,
+                ),
+                DSH_CLOSED,
+                "retry close",
+            );
             backend.mode.store(PASS, Ordering::SeqCst);
+            expect(dsh_session_close(session), DSH_OK, "");
+            expect(
+                dsh_store_load(store, c("b1").as_ptr(), &mut out),
+                DSH_OK,
+                "",
+            );
+            // Turn 1 (6 events), then the kept turn/start closed by the load.
+            let events = take_json(out)["events"].as_array().unwrap().clone();
+            assert_eq!(events[6]["type"], "turn/start");
+            assert_eq!(events.last().unwrap()["type"], "turn/end");
+            // A host that gives up frees the handle; the id is released.
+            let s2 = start(store, r#"{"id":"b2"}"#);
+            append_turn(s2, 1);
+            backend.mode.store(FAIL, Ordering::SeqCst);
+            expect(dsh_session_close(s2), DSH_IO, "disk full (injected)");
+            dsh_session_free(s2);
+            backend.mode.store(PASS, Ordering::SeqCst);
+            let s3 = start(store, r#"{"id":"b2"}"#);
+            expect(dsh_session_close(s3), DSH_OK, "");
             dsh_store_close(store);
         }
     }

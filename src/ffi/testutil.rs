@@ -211,6 +211,12 @@ impl Backend for FaultyBackend {
     fn read_raw(&self, id: &str) -> Result<Option<RawArtifact>> {
         self.inner.read_raw(id)
     }
+    fn lock_writer(&self, id: &str) -> Result<crate::backend::WriterLock> {
+        self.inner.lock_writer(id)
+    }
+    fn writer_holder(&self, id: &str) -> Result<Option<crate::backend::WriterHolder>> {
+        self.inner.writer_holder(id)
+    }
 }
 
 /// A store handle over a [`FaultyBackend`] on a raw JSONL root; the backend

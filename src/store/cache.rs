@@ -87,6 +87,7 @@ mod tests {
                 revision: Revision(rev.into()),
                 torn: None,
                 raw_log: None,
+                recovered_events: 0,
             },
             closers: Vec::new(),
         })

@@ -8,6 +8,17 @@
 //!   and reused only while their revision is current.
 //! - Live sessions are registered by id; an id that is stored, live,
 //!   created or reserved cannot be created again.
+//! - **One writer per id** (across processes and store handles): every write
+//!   runs under the backend's writer lock of the id ([`Backend::lock_writer`]).
+//!   A live session (start, resume, fork) holds it for its whole life; a
+//!   cold `append` (materializing a created session included) and a repair
+//!   (`load`, `prepare`) hold it for the call. A second writer gets `busy`
+//!   (`conflict` when it would create the id).
+//! - **Readers never repair under a writer.** `load` of an id another
+//!   writer holds writes nothing: it returns the durable log when that is
+//!   balanced, else `busy`. `inspect`, `read_from`, `read_raw`, `list` take
+//!   no lock and treat the incomplete last write of a live writer as not
+//!   there yet (no closers, nothing recovered from it).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +32,7 @@ use super::id_locks::IdLocks;
 use super::live::{LiveInner, LiveSession};
 use super::view::SessionView;
 use super::write_behind::Scheduler;
-use crate::backend::{Backend, Expect, Location, RawArtifact, Revision};
+use crate::backend::{Backend, BackendKind, Expect, Location, RawArtifact, Revision, WriterLock};
 use crate::error::{Error, Result};
 use crate::model::event::Event;
 use crate::model::header::{SessionHeader, now_ms};
@@ -31,6 +42,7 @@ use crate::model::seed;
 use crate::model::surface::SurfaceState;
 use crate::model::validate::{check_lossless, read_from_view, session_view};
 use crate::model::vocabulary::Vocabulary;
+use crate::store::view::has_open_turn;
 
 /// Milliseconds since the epoch, as event `time` is assigned.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
@@ -108,6 +120,8 @@ pub struct PreparedSession {
     events: Vec<Event>,
     revision: Revision,
     published: bool,
+    /// The writer lock, handed to the live session on publish.
+    writer: Option<WriterLock>,
 }
 
 impl PreparedSession {
@@ -138,6 +152,29 @@ fn already_exists(id: &str) -> Error {
         "SESSION_ALREADY_EXISTS",
         format!("session {} already exists", quote(id)),
     )
+}
+
+/// The refusal of a creation whose id another writer holds.
+fn held_by_another(id: &str, busy: &Error) -> Error {
+    Error::conflict_code(
+        "SESSION_ALREADY_EXISTS",
+        format!(
+            "session {} already exists or is being created by another writer: {busy}",
+            quote(id)
+        ),
+    )
+}
+
+/// Whether `a` and `b` are one stored record: JSONL keeps the bytes (so the
+/// lines must be identical), the row stores (SQLite, PostgreSQL) the fields
+/// (they keep no envelope key order).
+fn same_stored(kind: BackendKind, a: &Event, b: &Event) -> bool {
+    match kind {
+        BackendKind::Jsonl => a.to_json() == b.to_json(),
+        BackendKind::Sqlite | BackendKind::Postgres => {
+            crate::backend::rows::checks::same_event(a, b)
+        }
+    }
 }
 
 impl Store {
@@ -197,8 +234,19 @@ impl Store {
         self.shared.backend.locate(header)
     }
 
-    /// Fails with a conflict when `id` is stored, live, created or reserved.
-    fn ensure_free(&self, id: &str) -> Result<()> {
+    /// Takes the writer lock of `id` to create it: another holder means the
+    /// id is taken (a conflict, like an id that is stored or live).
+    fn lock_to_create(&self, id: &str) -> Result<WriterLock> {
+        self.shared.backend.lock_writer(id).map_err(|e| match e {
+            Error::Busy(_) => held_by_another(id, &e),
+            other => other,
+        })
+    }
+
+    /// Fails with a conflict when `id` is stored, live, created or reserved
+    /// (here or, when `probe_writers`, by a writer elsewhere; a caller that
+    /// holds the writer lock itself skips that).
+    fn ensure_free(&self, id: &str, probe_writers: bool) -> Result<()> {
         {
             let reg = self.shared.registry.lock();
             if reg.live.get(id).is_some_and(|w| w.strong_count() > 0)
@@ -211,6 +259,14 @@ impl Store {
         if self.shared.backend.revision(id)?.is_some() {
             return Err(already_exists(id));
         }
+        if !probe_writers {
+            return Ok(());
+        }
+        if let Some(holder) = self.shared.backend.writer_holder(id)? {
+            // Live (not yet written) in another process or store handle.
+            let busy = crate::backend::writer_lock::busy(id, &holder);
+            return Err(held_by_another(id, &busy));
+        }
         Ok(())
     }
 
@@ -218,7 +274,7 @@ impl Store {
     pub fn create(&self, header: SessionHeader) -> Result<()> {
         self.shared.check_open()?;
         let _g = self.shared.ids.lock(&header.id);
-        self.ensure_free(&header.id)?;
+        self.ensure_free(&header.id, true)?;
         self.shared
             .registry
             .lock()
@@ -266,18 +322,40 @@ impl Store {
             )));
         }
         let created = self.shared.registry.lock().created.get(id).cloned();
-        let mut tail = match created {
-            Some(header) => Tail {
-                revision: Revision(String::new()),
-                next_seq: 0,
-                header,
-                surface: SurfaceState::new(),
-                trace: TurnTrace::new(),
-            },
+        // The writer lock for the call (an empty append writes nothing).
+        let _writer = match (&created, events.is_empty()) {
+            (_, true) => None,
+            (Some(_), false) => Some(self.lock_to_create(id)?),
+            (None, false) => Some(self.shared.backend.lock_writer(id)?),
+        };
+        let is_new = created.is_some();
+        let (mut tail, adopt) = match created {
+            Some(header) => (
+                Tail {
+                    revision: Revision(String::new()),
+                    next_seq: 0,
+                    header,
+                    surface: SurfaceState::new(),
+                    trace: TurnTrace::new(),
+                },
+                None,
+            ),
             None => self.tail(id)?,
         };
         if events.is_empty() {
             return Ok(());
+        }
+        let mut events = events;
+        if !is_new && events[0].seq < tail.next_seq {
+            // A retry of an append whose outcome was unclear (it failed after
+            // its bytes or rows may have become durable): what is stored at
+            // these seqs, exactly these events, is not written twice.
+            if let Some(n) = self.already_stored(id, &events, tail.next_seq)? {
+                events.drain(..n);
+                if events.is_empty() {
+                    return Ok(());
+                }
+            }
         }
         let strict = self.shared.config.strict;
         for (i, e) in events.iter().enumerate() {
@@ -321,12 +399,28 @@ impl Store {
                 })?;
             }
         }
-        let expect = if tail.next_seq == 0 && tail.revision.0.is_empty() {
-            Expect::New
-        } else {
-            Expect::At(&tail.revision)
+        let revision = match adopt {
+            // DIFFERENCES B 05, like the original: a cold append to a log
+            // with a torn tail adopts it (under the writer lock): the torn
+            // fragment is cut, the records recovered from it are kept, and
+            // the batch is appended; an open turn stays open for the batch
+            // to continue.
+            Some(insp) => {
+                self.shared.cache.lock().remove(id);
+                self.shared.tails.lock().remove(id);
+                self.shared
+                    .backend
+                    .commit_repair(id, &insp.stored, &events)?
+            }
+            None => {
+                let expect = if tail.next_seq == 0 && tail.revision.0.is_empty() {
+                    Expect::New
+                } else {
+                    Expect::At(&tail.revision)
+                };
+                self.shared.backend.append(&tail.header, &events, expect)?
+            }
         };
-        let revision = self.shared.backend.append(&tail.header, &events, expect)?;
         tail.revision = revision;
         tail.next_seq += events.len() as u64;
         self.shared.registry.lock().created.remove(id);
@@ -335,8 +429,10 @@ impl Store {
     }
 
     /// The append state of a stored session, reusing the last one while the
-    /// revision is current.
-    fn tail(&self, id: &str) -> Result<Tail> {
+    /// revision is current (a stat of the log: another writer's append
+    /// changes it). With a torn tail, also the inspection whose repair the
+    /// append commits (the tail then continues after the recovered events).
+    fn tail(&self, id: &str) -> Result<(Tail, Option<Arc<Inspection>>)> {
         let current = self
             .shared
             .backend
@@ -344,28 +440,70 @@ impl Store {
             .ok_or_else(|| not_found(id))?;
         if let Some(t) = self.shared.tails.lock().get(id) {
             if t.revision == current {
-                return Ok(t.clone());
+                return Ok((t.clone(), None));
             }
         }
         let insp = self.inspection(id)?;
-        if insp.stored.torn.is_some() {
-            return Err(Error::conflict(format!(
-                "session {} has a torn tail; load it first to repair it before appending",
-                quote(id)
-            )));
-        }
         let mut surface = SurfaceState::new();
         let mut trace = TurnTrace::new();
         for e in &insp.stored.events {
             let _ = surface.apply(e);
             let _ = trace.check(e);
         }
-        Ok(Tail {
+        let tail = Tail {
             revision: insp.stored.revision.clone(),
             next_seq: insp.stored.events.len() as u64,
             header: insp.stored.header.clone(),
             surface,
             trace,
+        };
+        Ok((tail, insp.stored.torn.is_some().then_some(insp)))
+    }
+
+    /// How many of `events` (starting below `next`, the stored next seq)
+    /// are stored already, exactly, at their seqs; `None` when the stored
+    /// events there differ (or reach past the batch).
+    fn already_stored(&self, id: &str, events: &[Event], next: u64) -> Result<Option<usize>> {
+        let first = events[0].seq;
+        let n = (next - first) as usize;
+        if n > events.len() {
+            return Ok(None);
+        }
+        let Some(scanned) = self.shared.backend.read_from(id, first)? else {
+            return Ok(None);
+        };
+        let stored: Vec<&Event> = scanned
+            .events
+            .iter()
+            .filter(|e| e.seq >= first && e.seq < next)
+            .collect();
+        let kind = self.shared.backend.kind();
+        Ok((stored.len() == n
+            && stored
+                .iter()
+                .zip(events)
+                .all(|(a, b)| same_stored(kind, a, b)))
+        .then_some(n))
+    }
+
+    /// The view of a cold inspection: the balanced log (closers in memory),
+    /// or, while a writer elsewhere holds the id and the log ends in an
+    /// incomplete write or an open turn, the complete writes only, as they
+    /// are (its open turn is the writer's to finish, its incomplete last
+    /// write is not there yet).
+    fn cold_view(&self, id: &str, insp: &Inspection) -> Result<SessionView> {
+        let unfinished = insp.stored.torn.is_some() || !insp.closers.is_empty();
+        let events = if unfinished && self.shared.backend.writer_holder(id)?.is_some() {
+            insp.stored.events[..insp.stored.durable_len()].to_vec()
+        } else {
+            let mut events = Vec::with_capacity(insp.stored.events.len() + insp.closers.len());
+            events.extend(insp.stored.events.iter().cloned());
+            events.extend(insp.closers.iter().cloned());
+            events
+        };
+        Ok(SessionView {
+            header: insp.stored.header.clone(),
+            events,
         })
     }
 
@@ -447,8 +585,46 @@ impl Store {
         }
         let _g = self.shared.ids.lock(id);
         let insp = self.take_inspection(id)?;
+        if insp.stored.torn.is_none() && insp.closers.is_empty() {
+            let (header, events, _) = self.commit(id, insp)?;
+            return Ok(SessionView { header, events });
+        }
+        // A repair writes: only as the writer.
+        let writer = match self.shared.backend.lock_writer(id) {
+            Ok(w) => w,
+            Err(Error::Busy(why)) => return self.load_under_writer(id, insp, &why),
+            Err(e) => return Err(e),
+        };
+        // What is on disk now (a writer may have finished since the read).
+        let current = self.shared.backend.revision(id)?;
+        let insp = if current.as_ref() == Some(&insp.stored.revision) {
+            insp
+        } else {
+            self.take_inspection(id)?
+        };
         let (header, events, _) = self.commit(id, insp)?;
+        drop(writer);
         Ok(SessionView { header, events })
+    }
+
+    /// `load` of an id another writer holds (another process or store
+    /// handle): nothing is written. The complete writes are returned when
+    /// they end balanced; an open turn there is the writer's, so `busy`.
+    fn load_under_writer(&self, id: &str, insp: Inspection, busy: &str) -> Result<SessionView> {
+        let durable = insp.stored.durable_len();
+        let result = if has_open_turn(&insp.stored.events[..durable]) {
+            Err(Error::Busy(format!(
+                "cannot load session {} now: its stored log ends inside an open turn that its writer is still writing; nothing was changed (inspect or read_from show it meanwhile): {busy}",
+                quote(id)
+            )))
+        } else {
+            Ok(SessionView {
+                header: insp.stored.header.clone(),
+                events: insp.stored.events[..durable].to_vec(),
+            })
+        };
+        self.shared.cache.lock().put(id, Arc::new(insp));
+        result
     }
 
     /// SPEC §6 `inspect`: an immutable balanced view; nothing is written.
@@ -462,13 +638,7 @@ impl Store {
         }
         let _g = self.shared.ids.lock(id);
         let insp = self.inspection(id)?;
-        let mut events = Vec::with_capacity(insp.stored.events.len() + insp.closers.len());
-        events.extend(insp.stored.events.iter().cloned());
-        events.extend(insp.closers.iter().cloned());
-        Ok(SessionView {
-            header: insp.stored.header.clone(),
-            events,
-        })
+        self.cold_view(id, &insp)
     }
 
     /// SPEC §6 `read_from`: stored events with `seq >= from`, no repair, no
@@ -501,6 +671,10 @@ impl Store {
                 .ok_or_else(|| not_found(id))?;
         }
         let mut events = scanned.events;
+        if scanned.recovered_events > 0 && self.shared.backend.writer_holder(id)?.is_some() {
+            // A live writer's incomplete last write: not there yet.
+            events.truncate(events.len().saturating_sub(scanned.recovered_events));
+        }
         read_from_view(
             id,
             scanned.raw_log.as_deref(),
@@ -526,7 +700,16 @@ impl Store {
     /// The decoded artifact (JSONL); `None` when not stored.
     pub fn read_raw(&self, id: &str) -> Result<Option<RawArtifact>> {
         self.shared.check_open()?;
-        self.shared.backend.read_raw(id)
+        let mut raw = self.shared.backend.read_raw(id)?;
+        if let Some(r) = raw.as_mut() {
+            // An uncompressed log ending in part of a line that a live
+            // writer is still writing: that part is not there yet.
+            if !r.content.ends_with('\n') && self.shared.backend.writer_holder(id)?.is_some() {
+                let keep = r.content.rfind('\n').map_or(0, |i| i + 1);
+                r.content.truncate(keep);
+            }
+        }
+        Ok(raw)
     }
 
     /// Headers of the materialized sessions.
@@ -561,6 +744,7 @@ impl Store {
                 )));
             }
         }
+        let writer = self.shared.backend.lock_writer(id)?;
         let insp = self.take_inspection(id)?;
         let (header, events, revision) = self.commit(id, insp)?;
         self.shared.registry.lock().reserved.insert(id.to_string());
@@ -570,6 +754,7 @@ impl Store {
             events,
             revision,
             published: false,
+            writer: Some(writer),
         })
     }
 
@@ -587,6 +772,7 @@ impl Store {
             events,
             Some(prepared.revision.clone()),
             Vec::new(),
+            prepared.writer.take(),
         );
         {
             let mut reg = self.shared.registry.lock();
@@ -622,7 +808,8 @@ impl Store {
         self.shared.check_open()?;
         let id = header.id.clone();
         let _g = self.shared.ids.lock(&id);
-        self.ensure_free(&id)?;
+        let writer = self.lock_to_create(&id)?;
+        self.ensure_free(&id, false)?;
         for (i, e) in seed_events.iter().enumerate() {
             if e.seq != i as u64 {
                 return Err(Error::invalid(format!(
@@ -632,7 +819,14 @@ impl Store {
             }
         }
         let marker = !seed_events.is_empty() && seed::needs_end_seed_marker(&seed_events);
-        let live = LiveSession::start(self.shared.clone(), header, Vec::new(), None, seed_events);
+        let live = LiveSession::start(
+            self.shared.clone(),
+            header,
+            Vec::new(),
+            None,
+            seed_events,
+            Some(writer),
+        );
         self.shared
             .registry
             .lock()
@@ -668,9 +862,8 @@ impl Store {
                 }
                 other => other?,
             };
-            let mut ev = insp.stored.events.clone();
-            ev.extend(insp.closers.iter().cloned());
-            (insp.stored.header.clone(), ev)
+            let view = self.cold_view(source_id, &insp)?;
+            (view.header, view.events)
         };
         let prefix = seed::fork_prefix_len(&events, boundary)?;
         let child =
@@ -702,8 +895,13 @@ impl Store {
             }
         }
         self.shared.scheduler.stop();
-        if let Err(e) = self.shared.backend.close() {
-            first_err.get_or_insert(e);
+        // A session whose final drain failed keeps its pending events and
+        // may retry its close (reliability D16): storage stays open for it
+        // (it is released with the last handle).
+        if first_err.is_none() {
+            if let Err(e) = self.shared.backend.close() {
+                first_err.get_or_insert(e);
+            }
         }
         match first_err {
             Some(e) => Err(e),

@@ -3,6 +3,12 @@
 //! A live session assigns `seq` and `time`, validates each event (lossless
 //! JSON, vocabulary, surface rules, the strict turn/step trace), commits it
 //! to memory and queues it for write-behind. Appends never wait for disk.
+//!
+//! A live session holds its id's writer lock from start (or resume, fork)
+//! until it is closed, so no other process or store handle writes the id
+//! meanwhile. A close whose final drain fails keeps everything: the pending
+//! events, the lock, the registration; appends are refused from then on, and
+//! `close` (or `flush`) may be retried (reliability D16).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +19,7 @@ use parking_lot::{Mutex, RwLock};
 use super::coordinator::Shared;
 use super::view::has_open_turn;
 use super::write_behind::{BatchSink, ErrorCallback, WriteController};
-use crate::backend::{Backend, Expect, Revision};
+use crate::backend::{Backend, Expect, Revision, WriterLock};
 use crate::codec::chunk_rows::is_row_tag;
 use crate::error::{Error, Result};
 use crate::model::event::{Event, EventType};
@@ -115,7 +121,13 @@ pub(crate) struct LiveInner {
     header: SessionHeader,
     log: RwLock<LiveLog>,
     ctrl: Arc<WriteController>,
+    /// A close began: appends are refused.
+    closing: AtomicBool,
+    /// A close finished its drain: the id is released.
     closed: AtomicBool,
+    /// The id's writer lock, held until the close succeeds (or the last
+    /// handle is dropped).
+    writer: Mutex<Option<WriterLock>>,
 }
 
 /// A session this process is writing. Cheap to clone (a handle); `Send +
@@ -128,13 +140,15 @@ pub struct LiveSession {
 
 impl LiveSession {
     /// Builds a live session over `history` (events already stored, at
-    /// `stored_revision`) and `seed` (events to persist with the first batch).
+    /// `stored_revision`) and `seed` (events to persist with the first batch),
+    /// holding the id's writer lock `writer`.
     pub(crate) fn start(
         shared: Arc<Shared>,
         header: SessionHeader,
         history: Vec<Event>,
         stored_revision: Option<Revision>,
         seed: Vec<Event>,
+        writer: Option<WriterLock>,
     ) -> LiveSession {
         let sink = LiveSink {
             backend: shared.backend.clone(),
@@ -167,7 +181,9 @@ impl LiveSession {
                     trace,
                 }),
                 ctrl,
+                closing: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
+                writer: Mutex::new(writer),
             }),
         };
         if !seed.is_empty() {
@@ -193,6 +209,12 @@ impl LiveSession {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed(format!(
                 "live session {} is closed",
+                json::quote(self.id())
+            )));
+        }
+        if self.inner.closing.load(Ordering::Acquire) {
+            return Err(Error::Closed(format!(
+                "live session {} is closing and takes no more events; if its close failed, retry close (its pending events are kept)",
                 json::quote(self.id())
             )));
         }
@@ -340,20 +362,43 @@ impl LiveSession {
         self.inner.ctrl.written()
     }
 
-    /// Final drain, then releases the id. Safe to call twice.
+    /// Final drain, then releases the id (and its writer lock). Safe to
+    /// call twice. When the drain fails, the error is returned and nothing
+    /// is released: the pending events stay queued, appends are refused,
+    /// and `close` may be called again to retry the drain.
     pub fn close(&self) -> Result<()> {
         self.inner.close()
+    }
+
+    /// Gives up on a session whose close failed: drops the events not yet
+    /// durable (returns how many), releases the id and its writer lock.
+    /// Nothing is written.
+    pub fn abandon(&self) -> usize {
+        let dropped = self.inner.ctrl.discard();
+        self.inner.closing.store(true, Ordering::Release);
+        if !self.inner.closed.swap(true, Ordering::AcqRel) {
+            drop(self.inner.writer.lock().take());
+            self.inner
+                .shared
+                .unregister_live(&self.inner.header.id, &self.inner);
+        }
+        dropped
     }
 }
 
 impl LiveInner {
     pub(crate) fn close(&self) -> Result<()> {
-        if self.closed.swap(true, Ordering::AcqRel) {
+        if self.closed.load(Ordering::Acquire) {
             return Ok(());
         }
-        let result = self.ctrl.close();
-        self.shared.unregister_live(&self.header.id, self);
-        result
+        self.closing.store(true, Ordering::Release);
+        // On failure: pending events, lock and registration are kept.
+        self.ctrl.close()?;
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            drop(self.writer.lock().take());
+            self.shared.unregister_live(&self.header.id, self);
+        }
+        Ok(())
     }
 
     pub(crate) fn flush(&self) -> Result<()> {

@@ -125,6 +125,18 @@ impl WriteController {
         self.flush()
     }
 
+    /// Stops admitting events and drops the pending ones (a host that gives
+    /// up after a failed close). Waits for a write in flight.
+    pub fn discard(&self) -> usize {
+        let mut st = self.state.lock();
+        st.closed = true;
+        while st.writing {
+            self.done.wait(&mut st);
+        }
+        st.deadline = None;
+        std::mem::take(&mut st.pending).len()
+    }
+
     /// The last background write error, while it is unresolved.
     pub fn background_error(&self) -> Option<Error> {
         self.state.lock().error.clone()

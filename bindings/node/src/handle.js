@@ -5,6 +5,9 @@
 // - `_ptr()` returns the raw pointer or throws ClosedError once closed.
 // - `close()` is idempotent: it nulls the pointer, unregisters from the
 //   FinalizationRegistry, then calls the C close/free function exactly once.
+//   A handle built with a `keepOnFailure` release (sessions) gets its pointer
+//   back when the C close throws, so the close can be retried; `_discard()`
+//   then frees it for good.
 // - `[Symbol.dispose]` is close, for `using`.
 // - The FinalizationRegistry is only a safety net: finalizers may run late or
 //   never, so close sessions explicitly to make them durable.
@@ -14,29 +17,40 @@
 
 const { ClosedError, Status } = require('./errors');
 
-const registry = new FinalizationRegistry(({ release, ptr }) => {
+const registry = new FinalizationRegistry(({ release, discard, ptr }) => {
   try {
     release(ptr);
   } catch {
-    // a finalizer never throws
+    // a finalizer never throws; a close that failed gives up
+    if (discard) {
+      try {
+        discard(ptr);
+      } catch {
+        // nothing more to do
+      }
+    }
   }
 });
 
 class Handle {
   #ptr;
   #release;
+  #discard;
   #kind;
 
   /**
    * @param {object} ptr the koffi pointer
    * @param {(ptr: object) => void} release the C close/free call
    * @param {string} kind "store", "session", "plan controller" (messages)
+   * @param {((ptr: object) => void) | null} [discard] when given, a release
+   *   that throws leaves the handle open (retry close); this frees it for good
    */
-  constructor(ptr, release, kind) {
+  constructor(ptr, release, kind, discard = null) {
     this.#ptr = ptr;
     this.#release = release;
+    this.#discard = discard;
     this.#kind = kind;
-    registry.register(this, { release, ptr }, this);
+    registry.register(this, { release, discard, ptr }, this);
   }
 
   /** Whether close() has been called. */
@@ -56,7 +70,25 @@ class Handle {
     if (ptr === null) return;
     this.#ptr = null;
     registry.unregister(this);
-    this.#release(ptr);
+    try {
+      this.#release(ptr);
+    } catch (e) {
+      if (this.#discard) {
+        // The C handle is still valid: keep it for a retry.
+        this.#ptr = ptr;
+        registry.register(this, { release: this.#release, discard: this.#discard, ptr }, this);
+      }
+      throw e;
+    }
+  }
+
+  /** Frees the handle without a successful close (handles with a discard). */
+  _discard() {
+    const ptr = this.#ptr;
+    if (ptr === null || !this.#discard) return;
+    this.#ptr = null;
+    registry.unregister(this);
+    this.#discard(ptr);
   }
 
   [Symbol.dispose]() {

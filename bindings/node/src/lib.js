@@ -122,6 +122,7 @@ const PROTOTYPES = [
   'dsh_status dsh_session_messages(dsh_session *session, _Out_ dsh_owned_str *out_json)',
   'dsh_status dsh_session_background_error(dsh_session *session, _Out_ dsh_owned_str *out_json)',
   'dsh_status dsh_session_close(dsh_session *session)',
+  'void dsh_session_free(dsh_session *session)',
   // plan mode
   'dsh_status dsh_plan_new(const char *config_json, _Out_ dsh_plan **out)',
   'void dsh_plan_free(dsh_plan *plan)',

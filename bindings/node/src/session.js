@@ -13,6 +13,13 @@ const args = require('./args');
  * durability; close() drains and releases the id. A session that is never
  * closed or flushed may lose its last batch (the finalizer is only a safety
  * net). The session keeps its Store object reachable.
+ *
+ * While open, the session holds its id's writer lock: another process or
+ * store handle that starts, resumes or appends to the id gets a BusyError
+ * (a ConflictError when creating it). When close() throws (its final drain
+ * failed, e.g. a full disk), the session stays open with its pending events:
+ * appends throw ClosedError, close() may be retried, and discard() gives up
+ * and frees it, dropping what could not be written.
  */
 class Session extends Handle {
   /**
@@ -20,7 +27,12 @@ class Session extends Handle {
    * @param {import('./store').Store} store
    */
   constructor(ptr, store) {
-    super(ptr, (p) => call(fns.dsh_session_close, p), 'session');
+    super(
+      ptr,
+      (p) => call(fns.dsh_session_close, p),
+      'session',
+      (p) => fns.dsh_session_free(p),
+    );
     /** The store this session belongs to. */
     this.store = store;
   }
@@ -85,6 +97,15 @@ class Session extends Handle {
   /** Waits until every appended event is durable; throws the write error. */
   flush() {
     call(fns.dsh_session_flush, this._ptr());
+  }
+
+  /**
+   * Frees the session without a successful drain (after close() threw): one
+   * last drain is tried, events that still cannot be written are dropped,
+   * the id is released. Idempotent.
+   */
+  discard() {
+    this._discard();
   }
 
   eventsRaw(fromSeq = 0) {

@@ -130,3 +130,39 @@ test('worker threads append to one SQLite database at once', async () => {
   assert.deepEqual(main.list().map((x) => x.id).sort(), [...ids, 'main'].sort());
   main.close();
 });
+
+test('a failed session close keeps the session for a retry; discard() gives up', () => {
+  const fs = require('node:fs');
+  const root = path.join(h.tempDir(), 'root');
+  const config = { backend: 'jsonl', root, compression: 'none' };
+  const store = Store.open(config);
+  const s = store.start({ id: 'c', cwd: '/w' });
+  s.append('turn/start', { turn: 1 });
+  s.flush();
+  const log = store.locate({ id: 'c', cwd: '/w' }).path;
+  // The log moved away behind the session's back: the final drain fails.
+  fs.renameSync(log, `${log}.away`);
+  s.append('turn/end', { turn: 1, reason: { kind: 'completed' } });
+  assert.throws(() => s.close(), dsh.DshError);
+  assert.equal(s.closed, false);
+  assert.throws(() => s.append('turn/start', { turn: 2 }), ClosedError);
+  const other = Store.open(config);
+  assert.throws(() => other.resume('c'), dsh.BusyError);
+  other.close();
+  fs.renameSync(`${log}.away`, log);
+  s.close();
+  assert.equal(s.closed, true);
+  assert.deepEqual(store.load('c').events.map((e) => e.type), ['turn/start', 'turn/end']);
+  const d = store.start({ id: 'd', cwd: '/w' });
+  d.append('turn/start', { turn: 1 });
+  d.flush();
+  const dlog = store.locate({ id: 'd', cwd: '/w' }).path;
+  fs.renameSync(dlog, `${dlog}.away`);
+  d.append('turn/end', { turn: 1, reason: { kind: 'completed' } });
+  assert.throws(() => d.close(), dsh.DshError);
+  d.discard();
+  assert.equal(d.closed, true);
+  fs.renameSync(`${dlog}.away`, dlog);
+  store.resume('d').close();
+  store.close();
+});

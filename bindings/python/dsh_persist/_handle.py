@@ -5,7 +5,9 @@
   closed.
 - ``close()`` is idempotent: it takes the pointer (so new calls are refused),
   waits under a ``threading.Condition`` until calls running on other threads
-  have returned, then calls the C close/free function exactly once.
+  have returned, then calls the C close/free function exactly once. A handle
+  class with ``_retry_close`` (``Session``) gets the pointer back when the C
+  close fails, so the close can be retried (the C handle stays valid then).
 - ``__del__`` is a safety net that never raises; close handles explicitly
   (a session is durable only once closed or flushed).
 - ``_consume()`` hands the pointer over (ownership transfer) without closing.
@@ -24,6 +26,9 @@ class Handle:
     """Base class of :class:`Store`, :class:`Session` and :class:`PlanMode`."""
 
     _kind = "handle"
+    #: Whether a failed C close leaves the C handle valid (then ``close()``
+    #: raises and the handle stays open for a retry).
+    _retry_close = False
 
     def __init__(self, ptr: Any, release: Callable[[Any], Any]) -> None:
         self._ptr: Optional[Any] = ptr
@@ -73,8 +78,19 @@ class Handle:
     def close(self) -> None:
         """Releases the handle. Idempotent; waits for calls on other threads."""
         ptr = self._take()
-        if ptr is not None:
+        if ptr is None:
+            return
+        try:
             self._release(ptr)
+        except BaseException:
+            if self._retry_close:
+                with self._cond:
+                    self._ptr = ptr
+            raise
+
+    def _finalize(self) -> None:
+        """What ``__del__`` does: close (and, when that fails, give up)."""
+        self.close()
 
     def __enter__(self):  # type: ignore[no-untyped-def]
         """Returns the handle itself; ``with`` closes it on exit."""
@@ -88,6 +104,6 @@ class Handle:
         """Safety net: closes a handle that was never closed; never raises."""
         try:
             if getattr(self, "_ptr", None) is not None:
-                self.close()
+                self._finalize()
         except BaseException:  # a finalizer never raises
             pass

@@ -89,6 +89,7 @@ DECLARATIONS: List[Tuple[str, Any, Sequence[Any]]] = [
     ("dsh_session_messages", STATUS, [session_p, out_str]),
     ("dsh_session_background_error", STATUS, [session_p, out_str]),
     ("dsh_session_close", STATUS, [session_p]),
+    ("dsh_session_free", None, [session_p]),
     # plan mode
     ("dsh_plan_new", STATUS, [c_char_p, POINTER(plan_p)]),
     ("dsh_plan_free", None, [plan_p]),

@@ -25,6 +25,10 @@ def _close_session(ptr: Any) -> None:
     lib.dsh_session_close(ptr)
 
 
+def _free_session(ptr: Any) -> None:
+    lib.dsh_session_free(ptr)
+
+
 class Session(Handle):
     """A live session, from :meth:`Store.start`, :meth:`Store.resume` or
     :meth:`Store.fork`.
@@ -34,15 +38,39 @@ class Session(Handle):
     for durability; ``close()`` drains and releases the id. A session that is
     never closed (or flushed) may lose its last batch: the finalizer is only a
     safety net. Thread-safe. The session keeps its :class:`Store` object alive.
+
+    While open, the session holds its id's writer lock: another process or
+    store handle that starts, resumes or appends to the id gets
+    :class:`BusyError` (or :class:`ConflictError` when creating it).
+
+    When ``close()`` raises (its final drain failed, e.g. a full disk), the
+    session stays open: its pending events are kept, appends raise
+    :class:`ClosedError`, and ``close()`` may be called again. ``discard()``
+    gives up and frees it, dropping what could not be written.
     """
 
     _kind = "session"
+    _retry_close = True
 
     def __init__(self, ptr: Any, store: "Store") -> None:
         """Wraps a live ``dsh_session *``; sessions come from :meth:`Store.start`,
         :meth:`Store.resume` and :meth:`Store.fork`."""
         super().__init__(ptr, _close_session)
         self.store = store
+
+    def discard(self) -> None:
+        """Frees the session without a successful drain (after ``close()``
+        failed): one last drain is tried, events that still cannot be written
+        are dropped, and the id is released. Idempotent."""
+        ptr = self._take()
+        if ptr is not None:
+            _free_session(ptr)
+
+    def _finalize(self) -> None:
+        try:
+            self.close()
+        finally:
+            self.discard()
 
     def _text(self, fn: Any, *args: Any) -> str:
         with self._use() as ptr:

@@ -2,6 +2,7 @@
 store, and close waiting for calls in flight on other threads."""
 
 import gc
+import os
 import threading
 
 import pytest
@@ -141,3 +142,43 @@ def test_close_waits_for_calls_in_flight(config):
     for t in threads:
         t.join(10)
     assert len(outcomes) == 3 and all(isinstance(n, int) and n >= 0 for n in outcomes), outcomes
+
+
+def test_a_failed_session_close_keeps_the_session_for_a_retry(tmp_path):
+    # The log is moved away behind the session's back, so its final drain
+    # fails; moved back, the retried close writes the kept events.
+    root = tmp_path / "root"
+    with Store.open({"backend": "jsonl", "root": str(root), "compression": "none"}) as store:
+        s = store.start({"id": "c", "cwd": "/w"})
+        s.append("turn/start", {"turn": 1})
+        s.flush()
+        log = store.locate({"id": "c", "cwd": "/w"})["path"]
+        os.rename(log, log + ".away")
+        s.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        with pytest.raises(dsh_persist.DshError):
+            s.close()
+        assert not s.closed
+        with pytest.raises(ClosedError):
+            s.append("turn/start", {"turn": 2})
+        # Another writer of the id is still refused: the session holds it.
+        with Store.open({"backend": "jsonl", "root": str(root), "compression": "none"}) as other:
+            with pytest.raises(dsh_persist.BusyError):
+                other.resume("c")
+        os.rename(log + ".away", log)
+        s.close()
+        assert s.closed
+        assert types(store.load("c")["events"]) == ["turn/start", "turn/end"]
+        # Giving up: discard() frees it and drops what was not written.
+        d = store.start({"id": "d", "cwd": "/w"})
+        d.append("turn/start", {"turn": 1})
+        d.flush()
+        dlog = store.locate({"id": "d", "cwd": "/w"})["path"]
+        os.rename(dlog, dlog + ".away")
+        d.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        with pytest.raises(dsh_persist.DshError):
+            d.close()
+        d.discard()
+        assert d.closed
+        os.rename(dlog + ".away", dlog)
+        assert types(store.inspect("d")["events"])[0] == "turn/start"
+        store.resume("d").close()  # the id was released

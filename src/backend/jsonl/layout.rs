@@ -218,11 +218,12 @@ pub(crate) fn session_file(dir: &Path, compression: Compression) -> Result<Optio
     }
 }
 
-/// The project directories of a root (every subdirectory).
+/// The project directories of a root (every subdirectory but the writer
+/// lock directory, which holds no session).
 pub(crate) fn project_dirs(root: &Path) -> Result<Vec<String>> {
     Ok(read_dir_entries(root)?
         .into_iter()
-        .filter(|(_, is_dir, _)| *is_dir)
+        .filter(|(name, is_dir, _)| *is_dir && name != crate::backend::writer_lock::LOCK_DIR_NAME)
         .map(|(n, _, _)| n)
         .collect())
 }

@@ -9,6 +9,11 @@
 //! - [`writer`]: lazy atomic creation, fsynced appends, rollback.
 //! - [`revision`]: file-identity revision tokens.
 //! - [`scan`]: the read-only walk of a whole root (`verify`, encoding detection).
+//!
+//! Writer locks live in `<root>/.dsh-persist-locks/` (see
+//! [`crate::backend::writer_lock`]): a directory the original lists as one
+//! more project directory holding no session directory, and whose files
+//! (`<escaped id>@lock`) it ignores.
 
 pub mod codec_zstd;
 pub mod frames;
@@ -26,14 +31,16 @@ use parking_lot::Mutex;
 pub use layout::Compression;
 
 use self::layout::{escape_id, project_dir_name};
-use self::revision::{FileIdentity, random_u64};
+use self::revision::FileIdentity;
 use self::writer::OpenLog;
+use super::writer_lock::{LOCK_DIR_NAME, LockSpace};
 use super::{
     Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
-    TornTail,
+    TornTail, WriterHolder, WriterLock,
 };
 use crate::codec::chunk_rows::{PackLimits, Record, pack, unpacked};
 use crate::error::{Error, Result};
+use crate::fault;
 use crate::model::event::Event;
 use crate::model::header::SessionHeader;
 use crate::model::json::quote;
@@ -63,14 +70,8 @@ impl JsonlConfig {
 /// What this store knows about one log file.
 #[derive(Default)]
 struct FileState {
-    /// Writes this store made to the file (part of the revision token).
-    writes: u64,
     /// The revision of the last clean read or write and the next seq then.
     known: Option<(Revision, u64)>,
-    /// After a failed append cut back to its previous length: (the
-    /// revision now, the revision it stands for). The bytes are those of
-    /// the older revision; only the file times moved.
-    rolled_back: Option<(Revision, Revision)>,
 }
 
 /// The JSONL backend over one root directory.
@@ -78,8 +79,8 @@ pub struct JsonlBackend {
     root: PathBuf,
     compression: Compression,
     pack_chunks: bool,
-    store_id: String,
     files: Mutex<HashMap<PathBuf, FileState>>,
+    locks: LockSpace,
 }
 
 impl std::fmt::Debug for JsonlBackend {
@@ -106,10 +107,10 @@ impl JsonlBackend {
                 .map_err(|e| layout::io_err("cannot create root", &root, e))?;
         }
         Ok(JsonlBackend {
+            locks: LockSpace::files(root.join(LOCK_DIR_NAME)),
             root,
             compression: config.compression,
             pack_chunks: config.pack_chunks,
-            store_id: format!("{:016x}", random_u64()),
             files: Mutex::new(HashMap::new()),
         })
     }
@@ -150,45 +151,31 @@ impl JsonlBackend {
         Ok(found)
     }
 
-    fn revision_of(&self, path: &Path, identity: &FileIdentity) -> Revision {
-        let writes = self.files.lock().get(path).map_or(0, |s| s.writes);
-        identity.revision(&self.store_id, writes)
+    /// The revision token of a file state: its identity alone, so every
+    /// store instance and process gives an unchanged log the same token
+    /// (SPEC §3.6; the original's token is the file identity too).
+    fn revision_of(&self, _path: &Path, identity: &FileIdentity) -> Revision {
+        identity.revision()
     }
 
-    /// Records a write by this store and returns the new revision.
-    fn note_write(&self, path: &Path, identity: &FileIdentity, next_seq: u64) -> Revision {
+    /// Records a write by this store and returns the new revision. `exact`
+    /// is false when the file holds more than this write put there (a
+    /// writer that does not take the writer lock appended at the same
+    /// time): then nothing is remembered, and the token returned names the
+    /// size this write expected, which no later stat matches, so the next
+    /// append reads the log again instead of trusting a stale tail.
+    fn note_write(
+        &self,
+        path: &Path,
+        identity: &FileIdentity,
+        next_seq: u64,
+        exact: bool,
+    ) -> Revision {
+        let rev = self.revision_of(path, identity);
         let mut files = self.files.lock();
         let st = files.entry(path.to_path_buf()).or_default();
-        st.writes += 1;
-        let rev = identity.revision(&self.store_id, st.writes);
-        st.known = Some((rev.clone(), next_seq));
-        st.rolled_back = None;
+        st.known = exact.then(|| (rev.clone(), next_seq));
         rev
-    }
-
-    /// Records that a failed append to `path` (expected at `expected`) was
-    /// cut back to `len` bytes, so the next append at `expected` is accepted.
-    fn note_rollback(&self, path: &Path, expected: &Revision, len: u64) {
-        let Ok(meta) = std::fs::metadata(path) else {
-            return;
-        };
-        if meta.len() == len {
-            let now = self.revision_of(path, &FileIdentity::of(&meta));
-            let mut files = self.files.lock();
-            files.entry(path.to_path_buf()).or_default().rolled_back =
-                Some((now, expected.clone()));
-        }
-    }
-
-    /// Whether `current` is `expected` after a rolled-back append.
-    fn same_content(&self, path: &Path, current: &Revision, expected: &Revision) -> bool {
-        current == expected
-            || self
-                .files
-                .lock()
-                .get(path)
-                .and_then(|s| s.rolled_back.as_ref())
-                .is_some_and(|(now, was)| now == current && was == expected)
     }
 
     fn note_clean_read(&self, path: &Path, rev: &Revision, next_seq: u64) {
@@ -302,6 +289,7 @@ impl JsonlBackend {
             revision,
             torn: outcome.torn,
             raw_log: Some(path.display().to_string()),
+            recovered_events: outcome.recovered_events,
         })
     }
 
@@ -343,7 +331,8 @@ impl JsonlBackend {
             }
         };
         let identity = writer::create_log(path, &content)?;
-        Ok(self.note_write(path, &identity, events.len() as u64))
+        let exact = identity.size == content.len() as u64;
+        Ok(self.note_write(path, &identity, events.len() as u64, exact))
     }
 
     fn append_existing(
@@ -361,14 +350,14 @@ impl JsonlBackend {
             )));
         };
         let current = self.revision_of(path, &log.identity);
-        if !self.same_content(path, &current, expected) {
-            return Err(moved(&header.id, path));
+        if current != *expected {
+            return self.append_unexpected(header, events, path, log, expected);
         }
         let next = match self.known_next_seq(path, expected) {
             Some(n) => n,
             None => {
                 let stored = self.read_path(&header.id, path)?;
-                if !self.same_content(path, &stored.revision, expected) {
+                if stored.revision != *expected {
                     return Err(moved(&header.id, path));
                 }
                 if stored.torn.is_some() {
@@ -388,13 +377,104 @@ impl JsonlBackend {
                 events[0].seq
             )));
         }
+        self.write_batch(&mut log, path, events, next)
+    }
+
+    /// Appends `events` (continuing at `next`) as one batch to `log`.
+    fn write_batch(
+        &self,
+        log: &mut OpenLog,
+        path: &Path,
+        events: &[Event],
+        next: u64,
+    ) -> Result<Revision> {
         let batch = writer::batch_text(&[], &self.records(events));
         let bytes = writer::encode_batch(&batch, self.compression)?;
         let prev_len = log.identity.size;
-        let identity = log.append(&bytes).inspect_err(|_| {
-            self.note_rollback(path, expected, prev_len);
-        })?;
-        Ok(self.note_write(path, &identity, next + events.len() as u64))
+        let identity = log.append(&bytes)?;
+        let exact = identity.size == prev_len + bytes.len() as u64;
+        Ok(self.note_write(path, &identity, next + events.len() as u64, exact))
+    }
+
+    /// An append whose expected revision is not the file's any more. Under
+    /// the writer lock (which every writer holds) nobody else changed the
+    /// log, so what differs is this writer's own earlier attempt: a failed
+    /// append cut back (only the file times moved), or one whose fsync or
+    /// rollback failed and whose bytes, whole or in part, are still there
+    /// (SPEC §3.4; an ambiguous write). The log is read again: stored events
+    /// at the batch's seqs must be exactly the batch's first events (then
+    /// they are not written twice), a torn remainder of the attempt is cut,
+    /// and the rest of the batch is appended. Anything else is a conflict.
+    fn append_unexpected(
+        &self,
+        header: &SessionHeader,
+        events: &[Event],
+        path: &Path,
+        mut log: OpenLog,
+        expected: &Revision,
+    ) -> Result<Revision> {
+        let id = &header.id;
+        // Where the expected state ended, as this store last knew it (its
+        // own write or clean read); a batch starting elsewhere is stale.
+        if self.known_next_seq(path, expected) != Some(events[0].seq) {
+            return Err(moved(id, path));
+        }
+        let stored = self.read_path(id, path)?;
+        if self.revision_of(path, &log.identity) != stored.revision {
+            return Err(moved(id, path));
+        }
+        let first = events[0].seq as usize;
+        let durable = &stored.events[..stored.durable_len()];
+        let Some(already) = durable.len().checked_sub(first) else {
+            return Err(moved(id, path));
+        };
+        let same = already <= events.len()
+            && durable[first..]
+                .iter()
+                .zip(events)
+                .all(|(a, b)| a.to_json() == b.to_json());
+        if !same {
+            return Err(moved(id, path));
+        }
+        let rest = &events[already..];
+        match &stored.torn {
+            None => {}
+            Some(TornTail::Jsonl { truncate_to, .. }) => log.truncate(*truncate_to)?,
+            Some(other) => {
+                return Err(Error::invariant(format!(
+                    "a JSONL read of session {} reported a torn tail of another backend: {other:?}",
+                    quote(id)
+                )));
+            }
+        }
+        let next = durable.len() as u64;
+        if rest.is_empty() {
+            let meta =
+                std::fs::metadata(path).map_err(|e| layout::io_err("cannot stat", path, e))?;
+            return Ok(self.note_write(path, &FileIdentity::of(&meta), next, true));
+        }
+        self.write_batch(&mut log, path, rest, next)
+    }
+
+    /// Removes the temp files an interrupted publish of `id` left in its
+    /// session directories (a process killed between creating the temp file
+    /// and unlinking it). Only under the writer lock of `id`: every publish
+    /// of `id` holds it, so none of these files is being written. Best
+    /// effort: a file that cannot be removed stays for the next writer.
+    fn remove_orphaned_temps(&self, id: &str) {
+        let Ok(dirs) = layout::find_session_dirs(&self.root, id) else {
+            return;
+        };
+        for dir in dirs {
+            let Ok(entries) = layout::read_dir_entries(&dir) else {
+                continue;
+            };
+            for (name, _, is_file) in entries {
+                if is_file && writer::is_temp_name(&name) {
+                    let _ = fault::remove_file(&dir.join(name));
+                }
+            }
+        }
     }
 }
 
@@ -487,6 +567,17 @@ impl Backend for JsonlBackend {
         }
     }
 
+    fn lock_writer(&self, id: &str) -> Result<WriterLock> {
+        escape_id(id)?;
+        let lock = self.locks.lock(id)?;
+        self.remove_orphaned_temps(id);
+        Ok(lock)
+    }
+
+    fn writer_holder(&self, id: &str) -> Result<Option<WriterHolder>> {
+        self.locks.holder(id)
+    }
+
     fn read_from(&self, id: &str, from_seq: u64) -> Result<Option<ScannedSuffix>> {
         let Some(path) = self.find_file(id)? else {
             return Ok(None);
@@ -496,6 +587,7 @@ impl Backend for JsonlBackend {
             header: log.header,
             events: log.events,
             raw_log: log.raw_log,
+            recovered_events: log.recovered_events,
         }))
     }
 
@@ -541,15 +633,25 @@ impl Backend for JsonlBackend {
         if let Some(len) = cut {
             file.truncate(len)?;
         }
+        let before = file.identity;
         let mut identity = file.identity;
+        let mut exact = true;
         if !recovered.is_empty() || !closers.is_empty() {
             let batch = writer::batch_text(recovered, &self.records(closers));
             let bytes = writer::encode_batch(&batch, self.compression)?;
+            let base = identity.size;
             identity = file.append(&bytes)?;
+            exact = identity.size == base + bytes.len() as u64;
         } else if let Ok(m) = std::fs::metadata(&path) {
             identity = FileIdentity::of(&m);
         }
-        Ok(self.note_write(&path, &identity, next + closers.len() as u64))
+        if identity == before {
+            // The cut and the re-append restored the size within one tick
+            // of the file clock: move the mtime on, so the token changes
+            // with the content (SPEC §3.6).
+            identity = file.touch(before.mtime_ns)?;
+        }
+        Ok(self.note_write(&path, &identity, next + closers.len() as u64, exact))
     }
 
     fn read_raw(&self, id: &str) -> Result<Option<RawArtifact>> {

@@ -64,7 +64,12 @@ pub struct ReadOutcome {
     /// The seq after the last intact event.
     pub next_seq: u64,
     pub torn: Option<TornTail>,
-    /// The file identity the read saw (unchanged from start to end).
+    /// How many of `events` (at the end) were decoded from a torn zstd
+    /// frame: not durable yet (a live writer is still writing the frame) or
+    /// never (a crash cut it). 0 for an uncompressed log.
+    pub recovered_events: usize,
+    /// The file identity the read saw at its start. The read covers exactly
+    /// the `identity.size` bytes the file had then.
     pub identity: FileIdentity,
 }
 
@@ -395,29 +400,38 @@ pub fn read_log_from(
 ) -> Result<ReadOutcome> {
     let raw_log = path.display().to_string();
     for _ in 0..READ_ATTEMPTS {
-        let mut file = File::open(path).map_err(|e| io_err("cannot open", path, e))?;
+        let file = File::open(path).map_err(|e| io_err("cannot open", path, e))?;
         let before = FileIdentity::of(
             &file
                 .metadata()
                 .map_err(|e| io_err("cannot stat", path, e))?,
         );
+        // Exactly the bytes the file had at the start: committed bytes are
+        // never rewritten, so what a writer appends meanwhile cannot change
+        // them (it is simply not part of this read).
+        let mut limited = (&file).take(before.size);
         let scanned = match compression {
             Compression::Zstd => {
-                let buf = read_all(&mut file, before.size, path)?;
+                let buf = read_all(&mut limited, before.size, path)?;
                 scan_zstd(&buf, &raw_log, skip_below, PARALLEL_MIN_ZSTD)?
             }
             Compression::None => {
-                scan_plain(&mut file, &raw_log, path, skip_below, PARALLEL_MIN_PLAIN)?
+                scan_plain(&mut limited, &raw_log, path, skip_below, PARALLEL_MIN_PLAIN)?
             }
         };
         let after =
             FileIdentity::of(&std::fs::metadata(path).map_err(|e| io_err("cannot stat", path, e))?);
-        if after == before {
+        // Unchanged, or only grown (an append by a live writer): the read is
+        // a consistent snapshot of the state `before`. A file that shrank or
+        // was replaced was repaired or rolled back under the read: again.
+        let grown = after.dev == before.dev && after.ino == before.ino && after.size > before.size;
+        if after == before || grown {
             return Ok(ReadOutcome {
                 header: scanned.header,
                 events: scanned.events,
                 next_seq: scanned.next_seq,
                 torn: scanned.torn,
+                recovered_events: scanned.recovered_events,
                 identity: before,
             });
         }
@@ -427,7 +441,7 @@ pub fn read_log_from(
     )))
 }
 
-fn read_all(file: &mut File, size_hint: u64, path: &Path) -> Result<Vec<u8>> {
+fn read_all(file: &mut impl Read, size_hint: u64, path: &Path) -> Result<Vec<u8>> {
     let mut buf = Vec::with_capacity(size_hint as usize + 1);
     file.read_to_end(&mut buf)
         .map_err(|e| io_err("cannot read", path, e))?;
@@ -441,6 +455,7 @@ struct Scanned {
     events: Vec<Event>,
     next_seq: u64,
     torn: Option<TornTail>,
+    recovered_events: usize,
 }
 
 pub(crate) fn no_header(raw_log: &str) -> Error {
@@ -450,7 +465,7 @@ pub(crate) fn no_header(raw_log: &str) -> Error {
 }
 
 /// Reads up to `max` more bytes of `file` into `buf`; returns how many.
-fn read_more(file: &mut File, buf: &mut Vec<u8>, max: usize, path: &Path) -> Result<usize> {
+fn read_more(file: &mut impl Read, buf: &mut Vec<u8>, max: usize, path: &Path) -> Result<usize> {
     let before = buf.len();
     buf.reserve(max);
     loop {
@@ -483,7 +498,7 @@ fn split_point(text: &[u8]) -> Option<usize> {
 }
 
 fn scan_plain(
-    file: &mut File,
+    file: &mut impl Read,
     raw_log: &str,
     path: &Path,
     skip_below: u64,
@@ -561,6 +576,7 @@ fn scan_plain(
         events: rules.events,
         next_seq: rules.expected,
         torn,
+        recovered_events: 0,
     })
 }
 
@@ -659,6 +675,7 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
     }
     let torn_index = scan.frames.len();
     let mut torn_lines = 0usize;
+    let before_torn_frame = rules.events.len();
     if let Some(start) = scan.torn_start {
         out.clear();
         // Decode what the cut frame still holds; complete lines count, the
@@ -717,11 +734,13 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
         }
     };
     let header = rules.header.take().ok_or_else(|| no_header(raw_log))?;
+    let recovered_events = rules.events.len().saturating_sub(before_torn_frame);
     Ok(Scanned {
         header,
         events: rules.events,
         next_seq: rules.expected,
         torn,
+        recovered_events,
     })
 }
 

@@ -1,5 +1,10 @@
 //! JSONL revision tokens (SPEC §3.6): the log file's identity (device, inode,
-//! size, nanosecond mtime and ctime), scoped to one store.
+//! size, nanosecond mtime and ctime), like the original's. Nothing else goes
+//! in, so every store instance and process gives an unchanged log the same
+//! token (DIFFERENCES B 08); logs of other roots are other files, so their
+//! tokens differ. A write that would leave the identity as it was (a repair
+//! that restores the size within one tick of the file clock) moves the
+//! mtime on ([`super::writer::OpenLog::touch`]), so the token still changes.
 
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
@@ -27,12 +32,10 @@ impl FileIdentity {
         }
     }
 
-    /// The token of this state in the store `store_id`. `writes` counts this
-    /// store's own writes to the file, so a repair that happens to restore
-    /// the same size within one timestamp tick still changes the token.
-    pub fn revision(&self, store_id: &str, writes: u64) -> Revision {
+    /// The token of this state.
+    pub fn revision(&self) -> Revision {
         Revision(format!(
-            "jsonl:{store_id}:{writes}:{:x}:{:x}:{:x}:{:x}:{:x}",
+            "jsonl:{:x}:{:x}:{:x}:{:x}:{:x}",
             self.dev, self.ino, self.size, self.mtime_ns, self.ctime_ns
         ))
     }
@@ -61,13 +64,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tokens_differ_by_store_and_writes() {
+    fn tokens_are_the_identity_and_differ_by_every_part() {
         let dir = std::env::temp_dir();
         let meta = std::fs::metadata(&dir).unwrap();
         let id = FileIdentity::of(&meta);
-        assert_eq!(id.revision("a", 0), id.revision("a", 0));
-        assert_ne!(id.revision("a", 0), id.revision("b", 0));
-        assert_ne!(id.revision("a", 0), id.revision("a", 1));
+        assert_eq!(id.revision(), FileIdentity::of(&meta).revision());
+        for other in [
+            FileIdentity {
+                size: id.size + 1,
+                ..id
+            },
+            FileIdentity {
+                ino: id.ino + 1,
+                ..id
+            },
+            FileIdentity {
+                mtime_ns: id.mtime_ns + 1,
+                ..id
+            },
+            FileIdentity {
+                ctime_ns: id.ctime_ns + 1,
+                ..id
+            },
+        ] {
+            assert_ne!(id.revision(), other.revision());
+        }
         assert_ne!(random_u64(), random_u64());
     }
 }

@@ -16,6 +16,8 @@
 //!   `flat_layout` finding;
 //! - a first append's temp file is an `orphan_temp` finding (whether a
 //!   live writer still owns it is for the caller to tell);
+//! - the writer-lock directory at the root (`.dsh-persist-locks/`) and the
+//!   lock files in it are the store's own, not findings;
 //! - anything else (a file in the root, a stray file or directory in a
 //!   project or session directory, a symbolic link, a name that is not
 //!   UTF-8) is a `foreign_file` finding.
@@ -36,6 +38,7 @@ use super::layout::{
 };
 use super::reader::{frame_failed, no_header, parse_header_line, zstd_corrupt};
 use crate::backend::scan::{Finding, FindingKind, ScannedSession, StoreScan};
+use crate::backend::writer_lock::LOCK_DIR_NAME;
 use crate::error::{Error, Result};
 use crate::model::header::SessionHeader;
 use crate::model::json::quote;
@@ -134,12 +137,27 @@ pub fn unescape_id(segment: &str) -> Option<String> {
 
 /// Names of files the store itself keeps beside the logs (at the root, in a
 /// project or in a session directory) that are neither logs nor temp
-/// files: none yet. Writer locks (a parallel change) add their lock file
-/// names here, so `verify` does not call them foreign.
+/// files: none. The store's one other entry is a directory at the root,
+/// [`STORE_DIRS`].
 const STORE_FILES: &[&str] = &[];
 
 fn is_store_file(name: &str) -> bool {
     STORE_FILES.contains(&name)
+}
+
+/// Directories the store itself keeps at the root: the writer locks,
+/// [`LOCK_DIR_NAME`] (see [`crate::backend::writer_lock`]), which holds
+/// only lock files (`<escaped id>@lock`, see [`is_lock_file_name`]).
+const STORE_DIRS: &[&str] = &[LOCK_DIR_NAME];
+
+fn is_store_dir(name: &str) -> bool {
+    STORE_DIRS.contains(&name)
+}
+
+/// A writer lock file's name ([`crate::backend::writer_lock::lock_name`]):
+/// ends in `@lock`, which no escaped id, log or temp file does.
+fn is_lock_file_name(name: &str) -> bool {
+    name.len() > "@lock".len() && name.ends_with("@lock")
 }
 
 /// The first append's temp file name: `<log name>.<12 hex>.tmp`.
@@ -284,6 +302,26 @@ fn with_path(e: Error, path: &Path) -> Error {
     }
 }
 
+/// The writer-lock directory: lock files are the store's (held or left by
+/// a killed holder: empty, harmless), anything else is foreign.
+fn scan_lock_dir(dir: &Path, scan: &mut StoreScan) {
+    let list = match entries(dir) {
+        Ok(list) => list,
+        Err(e) => {
+            scan.findings.push(Finding::from_error(dir, &e));
+            return;
+        }
+    };
+    for entry in list {
+        let lock =
+            entry.kind == EntryKind::File && entry.name.to_str().is_some_and(is_lock_file_name);
+        if !lock {
+            scan.findings
+                .push(foreign(&entry, "in its writer-lock directory"));
+        }
+    }
+}
+
 /// What one session directory holds.
 struct SessionDir {
     /// Logs of each encoding (`session.jsonl.zstd`, `session.jsonl`),
@@ -302,6 +340,9 @@ impl JsonlBackend {
         let mut headers: Vec<(String, usize)> = Vec::new();
         for entry in entries(self.root())? {
             match entry.kind {
+                EntryKind::Dir if entry.name.to_str().is_some_and(is_store_dir) => {
+                    scan_lock_dir(&entry.path, &mut scan)
+                }
                 EntryKind::Dir => self.scan_project(&entry.path, &mut scan, &mut headers),
                 EntryKind::File if entry.name.to_str().is_some_and(is_store_file) => {}
                 _ => scan.findings.push(foreign(&entry, "at its top level")),
@@ -483,7 +524,8 @@ pub struct Encodings {
     pub none: Option<PathBuf>,
     /// A top-level entry that is not a project directory.
     pub foreign: Option<PathBuf>,
-    /// Whether the root holds anything at all.
+    /// Whether the root holds anything at all (besides the store's own
+    /// writer-lock directory).
     pub empty: bool,
 }
 
@@ -494,8 +536,12 @@ pub fn detect_encodings(root: &Path) -> Result<Encodings> {
         ..Encodings::default()
     };
     for project in entries(root)? {
-        found.empty = false;
         let project_name = project.name.to_str().unwrap_or("");
+        if project.kind == EntryKind::Dir && is_store_dir(project_name) {
+            // The writer locks: the store's own, holding no log.
+            continue;
+        }
+        found.empty = false;
         if project.kind != EntryKind::Dir || !is_project_name(project_name) {
             found.foreign.get_or_insert(project.path.clone());
         }

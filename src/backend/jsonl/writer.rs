@@ -99,6 +99,16 @@ pub fn create_log(path: &Path, content: &[u8]) -> Result<FileIdentity> {
     Ok(FileIdentity::of(&meta))
 }
 
+/// Whether `name` is a temp file of [`create_log`]: `<log name>.<12 hex>.tmp`
+/// for either encoding's log name.
+pub fn is_temp_name(name: &str) -> bool {
+    ["session.jsonl.zstd.", "session.jsonl."].iter().any(|log| {
+        name.strip_prefix(log)
+            .and_then(|rest| rest.strip_suffix(".tmp"))
+            .is_some_and(|hex| hex.len() == 12 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    })
+}
+
 fn open_temp(dir: &Path, name: &str) -> Result<(PathBuf, File)> {
     for _ in 0..16 {
         let tmp = dir.join(format!(
@@ -155,6 +165,24 @@ impl OpenLog {
             .map_err(|e| io_err("cannot truncate", &self.path, e))?;
         self.identity.size = len;
         Ok(())
+    }
+
+    /// Sets the mtime to just after `after_ns` (and so the ctime to now),
+    /// fsyncs, and returns the new identity: a write that left the file's
+    /// identity unchanged still yields a new revision token.
+    pub fn touch(&mut self, after_ns: i128) -> Result<FileIdentity> {
+        let t = after_ns.max(0) as u128 + 1;
+        let at = std::time::UNIX_EPOCH
+            + std::time::Duration::new((t / 1_000_000_000) as u64, (t % 1_000_000_000) as u32);
+        self.file
+            .set_modified(at)
+            .map_err(|e| io_err("cannot set the modification time of", &self.path, e))?;
+        let meta = self
+            .file
+            .metadata()
+            .map_err(|e| io_err("cannot stat", &self.path, e))?;
+        self.identity = FileIdentity::of(&meta);
+        Ok(self.identity)
     }
 
     /// Appends `bytes` and fsyncs; on failure the file is cut back to its

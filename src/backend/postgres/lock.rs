@@ -7,12 +7,18 @@
 //! the lock; nothing stale is left behind. Readers ask
 //! [`super::PostgresBackend::writer_held`] without taking anything.
 //!
+//! Through [`crate::backend::Backend::lock_writer`] the guard is the
+//! store's [`crate::backend::WriterLock`] like the file backends' locks;
+//! [`crate::backend::Backend::writer_holder`] names the holder from
+//! `pg_locks` and `pg_stat_activity` (the server process, the client's
+//! address and application name, as far as the role may see them).
+//!
 //! The key is a 64-bit FNV-1a hash of the schema and the id, the same on
 //! every host and build. Two ids whose keys collided would exclude each
 //! other's writers (never let two writers in), with odds of about 2^-64.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
@@ -36,6 +42,18 @@ pub fn lock_key(schema: &str, id: &str) -> i64 {
         h = h.wrapping_mul(PRIME);
     }
     h as i64
+}
+
+/// The writer locks this process holds, by the server they are on (the
+/// backend's label) and the server process of the holding connection: a
+/// holder found in `pg_locks` is this process when it is listed here
+/// (another store handle, or this one).
+static PROCESS_LOCKS: LazyLock<Mutex<HashSet<(String, i32)>>> = LazyLock::new(Mutex::default);
+
+/// Whether the connection served by server process `pid` on the server of
+/// `label` holds one of this process's writer locks.
+pub fn held_in_this_process(label: &str, pid: i32) -> bool {
+    PROCESS_LOCKS.lock().contains(&(label.to_string(), pid))
 }
 
 /// The two 32-bit halves `pg_locks` shows an advisory bigint key as
@@ -92,6 +110,7 @@ impl PgWriterLock {
             return Ok(None);
         }
         own.lock().insert(conn.pid);
+        PROCESS_LOCKS.lock().insert((label.to_string(), conn.pid));
         Ok(Some(PgWriterLock {
             conn: Some(conn),
             key,
@@ -148,6 +167,9 @@ impl Drop for PgWriterLock {
     fn drop(&mut self) {
         if let Some(mut conn) = self.conn.take() {
             self.own.lock().remove(&conn.pid);
+            PROCESS_LOCKS
+                .lock()
+                .remove(&(std::mem::take(&mut self.label), conn.pid));
             // Closing the connection releases the lock as well; unlocking
             // first makes the release independent of how fast the server
             // notices the closed socket.

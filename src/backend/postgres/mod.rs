@@ -40,7 +40,7 @@ use parking_lot::Mutex;
 use crate::backend::rows::{checks, scan as row_scan};
 use crate::backend::{
     Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
-    TornTail,
+    TornTail, WriterHolder, WriterLock,
 };
 use crate::error::{Error, Result};
 use crate::model::event::Event;
@@ -100,6 +100,10 @@ impl Fail {
         }
     }
 }
+
+/// A holder of a writer lock: its server process, client address and
+/// application name (the last two `None` when the role may not see them).
+type LockHolderRow = (i32, Option<String>, Option<String>);
 
 /// The PostgreSQL backend (see the module docs).
 pub struct PostgresBackend {
@@ -236,31 +240,27 @@ impl PostgresBackend {
         PgWriterLock::try_take(conn, &self.schema, id, self.label(), self.own_locks.clone())
     }
 
-    /// [`Self::try_lock_writer`], failing with [`Error::Busy`] when another
-    /// writer holds the lock.
-    pub fn lock_writer(&self, id: &str) -> Result<PgWriterLock> {
-        self.try_lock_writer(id)?.ok_or_else(|| {
-            Error::Busy(format!(
-                "{}: session {} is being written by another live session (its writer lock is held)",
-                self.label(),
-                quote(id)
-            ))
-        })
-    }
-
-    /// The server pids holding the writer lock of `id` (none, or one).
-    fn lock_holders(&self, id: &str) -> Result<Vec<i32>> {
+    /// The server processes holding the writer lock of `id` (none, or
+    /// one), with what the server shows of their clients (address,
+    /// application name).
+    fn lock_holders(&self, id: &str) -> Result<Vec<LockHolderRow>> {
         let (hi, lo) = lock::key_halves(lock::lock_key(&self.schema, id));
         self.run(
             &|| format!("cannot ask who writes session {}", quote(id)),
             |conn, _| {
                 let stmt = conn.prep(
-                    "SELECT pid FROM pg_catalog.pg_locks WHERE locktype = 'advisory' \
-                     AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) \
-                     AND classid = $1 AND objid = $2 AND objsubid = 1 AND granted",
+                    "SELECT l.pid, host(a.client_addr), a.application_name \
+                     FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid \
+                     WHERE l.locktype = 'advisory' \
+                     AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) \
+                     AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 1 AND l.granted",
                 )?;
                 let rows = conn.client.query(&stmt, &[&hi, &lo])?;
-                Ok(rows.iter().map(|r| r.get::<_, i32>(0)).collect())
+                let mut out = Vec::with_capacity(rows.len());
+                for r in &rows {
+                    out.push((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?));
+                }
+                Ok(out)
             },
         )
     }
@@ -275,13 +275,57 @@ impl PostgresBackend {
     pub fn writer_held_elsewhere(&self, id: &str) -> Result<bool> {
         let holders = self.lock_holders(id)?;
         let own = self.own_locks.lock();
-        Ok(holders.iter().any(|pid| !own.contains(pid)))
+        Ok(holders.iter().any(|(pid, ..)| !own.contains(pid)))
     }
 }
 
 impl Backend for PostgresBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Postgres
+    }
+
+    /// The session-level advisory lock of `id` ([`Self::try_lock_writer`])
+    /// as the store's guard; `busy` naming the holder when another
+    /// connection (another host, process or store handle) has it.
+    fn lock_writer(&self, id: &str) -> Result<WriterLock> {
+        if let Some(lock) = self.try_lock_writer(id)? {
+            // The guard's connection is `Send`; the mutex makes it `Sync`.
+            return Ok(WriterLock::new(id, Mutex::new(lock)));
+        }
+        let holder = self
+            .writer_holder(id)
+            .ok()
+            .flatten()
+            .unwrap_or(WriterHolder {
+                pid: None,
+                this_process: false,
+                remote: None,
+            });
+        Err(match crate::backend::writer_lock::busy(id, &holder) {
+            Error::Busy(why) => Error::Busy(format!("{}: {why}", self.label())),
+            other => other,
+        })
+    }
+
+    fn writer_holder(&self, id: &str) -> Result<Option<WriterHolder>> {
+        let Some((pid, addr, app)) = self.lock_holders(id)?.into_iter().next() else {
+            return Ok(None);
+        };
+        let mut remote = format!("server process {pid}");
+        match addr {
+            Some(a) => remote.push_str(&format!(" for a client at {a}")),
+            None => {
+                remote.push_str(" for a client on a local socket (or one this role may not see)")
+            }
+        }
+        if let Some(app) = app.filter(|a| !a.is_empty()) {
+            remote.push_str(&format!(", application {}", quote(&app)));
+        }
+        Ok(Some(WriterHolder {
+            pid: None,
+            this_process: lock::held_in_this_process(self.label(), pid),
+            remote: Some(remote),
+        }))
     }
 
     fn locate(&self, _header: &SessionHeader) -> Result<Option<Location>> {
@@ -340,7 +384,7 @@ impl Backend for PostgresBackend {
         };
         let (inc, rev) = self.run(
             &|| format!("cannot append to session {}", quote(id)),
-            |c, retry| writer::append(c, header, &batch, first, next, expect, &notify, retry),
+            |c, retry| writer::append(c, header, events, &batch, next, expect, &notify, retry),
         )?;
         Ok(self.token(&inc, rev))
     }
@@ -359,6 +403,7 @@ impl Backend for PostgresBackend {
                 from_seq: s.max(0) as u64,
             }),
             raw_log: None,
+            recovered_events: 0,
         }))
     }
 
@@ -374,6 +419,7 @@ impl Backend for PostgresBackend {
             header: session.header,
             events: row_scan::scan_suffix(rows, from_seq)?,
             raw_log: None,
+            recovered_events: 0,
         }))
     }
 

@@ -19,7 +19,7 @@ use crate::model::json::quote;
 
 use super::Fail;
 use super::pool::Conn;
-use super::reader::{self, LAST_ROW_SQL, RANGE_SQL, SESSION_SQL};
+use super::reader::{self, LAST_ROW_SQL, RANGE_SQL, SESSION_SQL, SUFFIX_SQL};
 
 const LOCK_SESSION_SQL: &str = "SELECT id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, incarnation, revision FROM sessions WHERE id = $1 FOR UPDATE";
 
@@ -185,14 +185,15 @@ fn commit_reply() -> std::result::Result<(), Fail> {
 pub fn append(
     conn: &mut Conn,
     header: &SessionHeader,
+    events: &[Event],
     batch: &Batch,
-    first_seq: u64,
     next_seq: u64,
     expect: Expect<'_>,
     notify: &Notify<'_>,
     retry: bool,
 ) -> std::result::Result<(String, i64), Fail> {
     let id = header.id.as_str();
+    let first_seq = events.first().map_or(next_seq, |e| e.seq);
     if retry {
         if let Some(done) = already_stored(conn, id, batch)? {
             return Ok(done);
@@ -203,6 +204,7 @@ pub fn append(
     let insert_session_stmt = conn.prep(INSERT_SESSION_SQL)?;
     let insert_stmt = conn.prep(INSERT_ROWS_SQL)?;
     let bump_stmt = conn.prep(BUMP_SQL)?;
+    let suffix_stmt = conn.prep(SUFFIX_SQL)?;
     let mut tx = conn.client.transaction()?;
     let existing = reader::session(&mut tx, &lock_stmt, id)?;
     if let Some(row) = &existing {
@@ -221,7 +223,46 @@ pub fn append(
             Some(r) => scan::last_logical_seq_of(id, reader::stored_row(&r)?)? + 1,
         },
     };
-    checks::check_append_target(id, expect, existing.is_some(), stored_next, first_seq)?;
+    // A batch starting below the stored next seq may re-send events an
+    // ambiguous commit stored (reliability D9): those rows are read here,
+    // under the row lock, for the check to compare.
+    let stored_below = match &existing {
+        Some(_) if first_seq < stored_next => {
+            let (from, k) = scan::suffix_lookback_seq(first_seq);
+            let rows = tx
+                .query(&suffix_stmt, &[&id, &from, &k])?
+                .iter()
+                .map(reader::stored_row)
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            Some(rows)
+        }
+        _ => None,
+    };
+    let already = checks::check_append_target(
+        id,
+        expect,
+        existing.is_some(),
+        stored_next,
+        events,
+        |from| match stored_below {
+            Some(rows) => scan::scan_suffix(rows, from),
+            None => Ok(Vec::new()),
+        },
+    )?;
+    let rest;
+    let (batch, first_seq) = match (already, &existing) {
+        (0, _) => (batch, first_seq),
+        (n, Some(row)) if n == events.len() => {
+            // All stored already: nothing to write.
+            let done = (row.incarnation.clone(), row.revision);
+            tx.commit()?;
+            return Ok(done);
+        }
+        (n, _) => {
+            rest = Batch::encode(id, &events[n..])?;
+            (&rest, events[n].seq)
+        }
+    };
     if existing.is_none() {
         let h = header;
         let inserted = tx.execute(

@@ -28,13 +28,22 @@ pub fn check_contiguous(id: &str, events: &[Event]) -> Result<()> {
 /// Checks an append against what is stored: whether the session exists as
 /// `expect` says, and that the batch starts at the stored next seq
 /// (`stored_next`, 0 for a session without rows).
+///
+/// A batch starting below `stored_next` may be the retry of an append whose
+/// commit was ambiguous (reported failed, yet stored: reliability D9): its
+/// first events may be stored already. `stored_from(first_seq)` reads the
+/// stored events with `seq >= first_seq` (inside the caller's write
+/// transaction); when exactly the batch's first `stored_next − first_seq`
+/// events are stored there, returns that count (they are not written
+/// again). Anything else is another writer's append: a conflict.
 pub fn check_append_target(
     id: &str,
     expect: Expect<'_>,
     exists: bool,
     stored_next: u64,
-    first_seq: u64,
-) -> Result<()> {
+    events: &[Event],
+    stored_from: impl FnOnce(u64) -> Result<Vec<Event>>,
+) -> Result<usize> {
     match (expect, exists) {
         (Expect::New, true) => {
             return Err(Error::conflict(format!(
@@ -50,13 +59,35 @@ pub fn check_append_target(
         }
         _ => {}
     }
-    if first_seq != stored_next {
-        return Err(Error::conflict(format!(
-            "stale append to session {}: the stored log continues at seq {stored_next}, but this batch starts at seq {first_seq} (another writer appended)",
-            quote(id)
-        )));
+    let first_seq = events.first().map_or(stored_next, |e| e.seq);
+    if first_seq == stored_next {
+        return Ok(0);
     }
-    Ok(())
+    if exists && first_seq < stored_next {
+        let n = (stored_next - first_seq) as usize;
+        if n <= events.len() {
+            let stored = stored_from(first_seq)?;
+            if stored.len() == n && stored.iter().zip(events).all(|(a, b)| same_event(a, b)) {
+                return Ok(n);
+            }
+        }
+    }
+    Err(Error::conflict(format!(
+        "stale append to session {}: the stored log continues at seq {stored_next}, but this batch starts at seq {first_seq} (another writer appended)",
+        quote(id)
+    )))
+}
+
+/// Whether two events are the same stored record (a row store keeps no
+/// envelope key order, so that is not compared).
+pub fn same_event(a: &Event, b: &Event) -> bool {
+    a.event_type == b.event_type
+        && a.seq == b.seq
+        && a.time == b.time
+        && a.data == b.data
+        && a.surface_op == b.surface_op
+        && a.source_event_seqs == b.source_event_seqs
+        && a.ignorable == b.ignorable
 }
 
 /// The first seq of the torn rows a repair of `log` deletes (`None`: no torn

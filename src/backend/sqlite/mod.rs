@@ -5,6 +5,10 @@
 //! backend keeps one connection behind a mutex; SQLite's own locking (WAL,
 //! `BEGIN IMMEDIATE`, busy timeout) keeps several processes or backends on
 //! one file consistent, and a stale writer is refused by the tail check.
+//! Session writer locks are files in a directory beside the database,
+//! `<database>.dsh-persist-locks/` (see [`crate::backend::writer_lock`]);
+//! the original never looks there. A private in-memory database locks in
+//! this process only.
 //!
 //! Files: [`schema`] (pragmas, identity, init), [`access`] (POSIX checks),
 //! [`rows`] (the shared row encoding of [`crate::backend::rows`] in SQLite's
@@ -27,9 +31,10 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags};
 
+use crate::backend::writer_lock::{LOCK_DIR_NAME, LockSpace};
 use crate::backend::{
     Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
-    TornTail,
+    TornTail, WriterHolder, WriterLock,
 };
 use crate::error::{Error, Result};
 use crate::model::event::Event;
@@ -78,6 +83,7 @@ pub struct SqliteBackend {
     /// `file:<dev>:<ino>:<birthtime-ns>` or `memory`.
     revision_prefix: String,
     store_id: String,
+    locks: LockSpace,
 }
 
 /// Maps a SQLite error: lock timeouts become [`Error::Busy`], a file that is
@@ -136,7 +142,18 @@ impl SqliteBackend {
             None => "memory".to_string(),
             Some(p) => file_identity(p)?,
         };
+        let locks = match &path {
+            None => LockSpace::process(),
+            Some(p) => {
+                let abs = std::path::absolute(p)
+                    .map_err(|e| Error::io(format!("cannot resolve the path of {label}"), e))?;
+                let mut dir = abs.into_os_string();
+                dir.push(LOCK_DIR_NAME);
+                LockSpace::files(PathBuf::from(dir))
+            }
+        };
         Ok(SqliteBackend {
+            locks,
             conn: Mutex::new(Some(conn)),
             label,
             path,
@@ -246,6 +263,7 @@ impl Backend for SqliteBackend {
             events: read.events,
             torn: read.torn_from.map(|from_seq| TornTail::Sqlite { from_seq }),
             raw_log: None,
+            recovered_events: 0,
         }))
     }
 
@@ -260,6 +278,7 @@ impl Backend for SqliteBackend {
             header: read.session.header,
             events: read.events,
             raw_log: None,
+            recovered_events: 0,
         }))
     }
 
@@ -270,6 +289,14 @@ impl Backend for SqliteBackend {
             })
         })?;
         Ok(self.revision(&inc, rev))
+    }
+
+    fn lock_writer(&self, id: &str) -> Result<WriterLock> {
+        self.locks.lock(id)
+    }
+
+    fn writer_holder(&self, id: &str) -> Result<Option<WriterHolder>> {
+        self.locks.holder(id)
     }
 
     fn read_raw(&self, _id: &str) -> Result<Option<RawArtifact>> {

@@ -325,23 +325,43 @@ fn fetch(
             [id],
             id,
         )?,
-        Some(k) => {
-            let (from, k_sql) = scan::suffix_lookback_seq(k);
-            select_rows(
-                &tx,
-                label,
-                &format!(
-                    "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 \
-                     AND (seq >= ?3 OR ignorable = 0) ORDER BY seq"
-                ),
-                params![id, from, k_sql],
-                id,
-            )?
-        }
+        Some(k) => select_suffix_rows(&tx, label, id, k)?,
     };
     tx.finish()
         .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
     Ok(Some(FetchedRows { session, rows }))
+}
+
+/// The rows with `seq >= k` plus the packed rows starting up to
+/// `max_members − 1` before `k` that may cover `k`.
+fn select_suffix_rows(conn: &Connection, label: &str, id: &str, k: u64) -> Result<Vec<StoredRow>> {
+    let (from, k_sql) = scan::suffix_lookback_seq(k);
+    select_rows(
+        conn,
+        label,
+        &format!(
+            "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 \
+             AND (seq >= ?3 OR ignorable = 0) ORDER BY seq"
+        ),
+        params![id, from, k_sql],
+        id,
+    )
+}
+
+/// The stored events of `session` with `seq >= k`, read on `conn` (inside
+/// the caller's transaction).
+pub fn stored_suffix(
+    conn: &Connection,
+    label: &str,
+    session: &SessionRow,
+    k: u64,
+) -> Result<Vec<Event>> {
+    let rows = select_suffix_rows(conn, label, &session.header.id, k)?;
+    let fetched = FetchedRows {
+        session: session.clone(),
+        rows,
+    };
+    Ok(fetched.scan_suffix(k)?.events)
 }
 
 /// Reads and decodes a whole log (SPEC §4.3), like [`fetch_log`] followed

@@ -141,21 +141,86 @@ pub fn append(
         None => 0,
         Some(_) => reader::last_logical_seq(&tx, label, id)?.map_or(0, |s| s + 1),
     };
-    checks::check_append_target(id, expect, existing.is_some(), stored_next, events[0].seq)?;
+    let already = checks::check_append_target(
+        id,
+        expect,
+        existing.is_some(),
+        stored_next,
+        events,
+        |from| match &existing {
+            Some(row) => reader::stored_suffix(&tx, label, row, from),
+            None => Ok(Vec::new()),
+        },
+    )?;
+    let events = &events[already..];
+    if events.is_empty() {
+        // All stored already (a retry after an ambiguous commit).
+        let row = existing.expect("a skipped prefix is stored");
+        return Ok((row.incarnation, row.revision));
+    }
     if existing.is_none() {
         insert_session(&tx, label, header)?;
     }
     insert_rows(&tx, label, id, events)?;
     let rev = bump_revision(&tx, label, id)?;
     crate::fault::check(crate::fault::Op::SqliteCommit).map_err(|e| Error::io(label, e))?;
-    tx.commit().map_err(|e| {
-        sql_error(
+    let committed = tx
+        .commit()
+        .and_then(|()| crate::fault::check(crate::fault::Op::SqliteCommitAck).map_err(ack_error));
+    if let Err(e) = committed {
+        let e = sql_error(
             label,
             &format!("cannot commit the append to session {}", quote(id)),
             e,
-        )
-    })?;
+        );
+        return settle_commit(conn, label, id, events, &rev, e);
+    }
     Ok(rev)
+}
+
+/// An injected lost commit acknowledgement (`Op::SqliteCommitAck`): the
+/// commit happened, the caller is told it failed.
+fn ack_error(e: std::io::Error) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR_FSYNC),
+        Some(e.to_string()),
+    )
+}
+
+/// After `COMMIT` reported `error`, finds out what is stored (SPEC §4.3,
+/// reliability D9): a commit error does not say whether the transaction
+/// reached the database. When a fresh read sees exactly this append (the
+/// revision it bumped and its last event), it is committed and the append
+/// succeeds; when it sees the state before, the error stands (nothing was
+/// written; a retry is safe). When it cannot tell, the error says so; a
+/// retry through the same session then compares the stored events with the
+/// batch and never writes them twice.
+fn settle_commit(
+    conn: &mut Connection,
+    label: &str,
+    id: &str,
+    events: &[Event],
+    rev: &(String, i64),
+    error: Error,
+) -> Result<(String, i64)> {
+    let check = (|| -> Result<bool> {
+        let Some(row) = reader::session_row(conn, label, id)? else {
+            return Ok(false);
+        };
+        if (row.incarnation.as_str(), row.revision) != (rev.0.as_str(), rev.1) {
+            return Ok(false);
+        }
+        let last = events.last().expect("a non-empty batch");
+        let stored = reader::stored_suffix(conn, label, &row, last.seq)?;
+        Ok(stored.len() == 1 && checks::same_event(&stored[0], last))
+    })();
+    match check {
+        Ok(true) => Ok(rev.clone()),
+        Ok(false) => Err(error),
+        Err(why) => Err(error.context(&format!(
+            "the append may or may not be stored (checking failed: {why}); retrying it through the same session never stores it twice"
+        ))),
+    }
 }
 
 /// Commits the repair of `log` (SPEC §4.3): under the write lock, checks

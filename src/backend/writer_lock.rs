@@ -1,0 +1,454 @@
+//! Writer locks: one writer per session id, across processes and across
+//! store handles in one process (the lock behind [`Backend::lock_writer`]
+//! and [`Backend::writer_holder`] of the file backends).
+//!
+//! A lock is a small file `<lock dir>/<name>@lock` (mode 0600) holding no
+//! data. The holder keeps it open with two kernel locks on it:
+//!
+//! - an exclusive `flock` (`LOCK_EX | LOCK_NB`, what `File::try_lock` does
+//!   from Rust 1.89 on; called through rustix here, which keeps the crate's
+//!   minimum Rust version): the exclusion itself. `flock`
+//!   locks belong to the open file description, so two handles in one
+//!   process that open the file separately exclude each other too;
+//! - a POSIX record lock (`fcntl(F_SETLK)`, whole file) that only serves to
+//!   be *seen*: `fcntl(F_GETLK)` reports it, with the holder's pid, without
+//!   taking any lock. That is how readers ask "is a writer on this id?"
+//!   without ever disturbing a writer (a reader that took even a shared
+//!   `flock` for a moment could make a writer's `try_lock` fail).
+//!
+//! The kernel drops both when the holder's descriptor closes, so a crashed
+//! or killed process never leaves a stale lock: the file may stay behind
+//! (empty, harmless), the lock does not. On release the holder unlinks the
+//! file while it still holds the lock; an acquirer therefore checks, after
+//! locking, that the path still names the file it locked, and starts over
+//! if not.
+//!
+//! POSIX record locks are per process, and closing *any* descriptor of the
+//! file drops them. So within one process every lock file is opened only
+//! under [`HELD`], the table of the locks this process holds: an id held
+//! here is refused from the table (never opened a second time), and a probe
+//! of an id not held here cannot close a descriptor that carries one of our
+//! record locks.
+//!
+//! Where the lock directory lives is the backend's choice (JSONL: inside
+//! the root; SQLite: beside the database). It never depends on a session's
+//! cwd, so creators of one id under two cwds contend for one lock.
+//!
+//! [`Backend::lock_writer`]: super::Backend::lock_writer
+//! [`Backend::writer_holder`]: super::Backend::writer_holder
+
+use std::collections::HashSet;
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use rustix::fs::{FlockOperation, OFlags};
+use rustix::process::{Flock, FlockOffsetType, FlockType};
+
+use super::{WriterHolder, WriterLock};
+use crate::error::{Error, Result};
+use crate::model::json::quote;
+
+/// Name of the lock directory inside a JSONL root, and the suffix of the
+/// one beside a SQLite database file.
+pub const LOCK_DIR_NAME: &str = ".dsh-persist-locks";
+
+/// Identity of one lock in this process: the lock directory's device and
+/// inode (so two spellings of one directory are one lock) and the name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct LockKey {
+    dev: u64,
+    ino: u64,
+    name: String,
+}
+
+/// The writer locks held in this process (see the module docs).
+static HELD: LazyLock<Mutex<HashSet<LockKey>>> = LazyLock::new(Mutex::default);
+
+/// Namespaces of in-process lock spaces (no files).
+static NEXT_SPACE: AtomicU64 = AtomicU64::new(1);
+
+/// Where a backend's writer locks live.
+#[derive(Debug)]
+pub enum LockSpace {
+    /// Lock files in this directory (created, mode 0700, on first use).
+    Files(PathBuf),
+    /// This process only, in a namespace of its own: for storage no other
+    /// process can open (a private in-memory database, test backends).
+    Process(u64),
+}
+
+impl LockSpace {
+    /// A space of lock files in `dir`.
+    pub fn files(dir: PathBuf) -> LockSpace {
+        LockSpace::Files(dir)
+    }
+
+    /// A fresh in-process space.
+    pub fn process() -> LockSpace {
+        LockSpace::Process(NEXT_SPACE.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The lock directory (`None` for an in-process space).
+    pub fn dir(&self) -> Option<&Path> {
+        match self {
+            LockSpace::Files(d) => Some(d),
+            LockSpace::Process(_) => None,
+        }
+    }
+
+    /// Takes the writer lock of `id` without waiting: `Error::Busy` naming
+    /// the session and the holder when another writer has it.
+    pub fn lock(&self, id: &str) -> Result<WriterLock> {
+        let name = lock_name(id);
+        match self {
+            LockSpace::Process(ns) => {
+                let key = LockKey {
+                    dev: u64::MAX,
+                    ino: *ns,
+                    name,
+                };
+                let mut held = HELD.lock();
+                if !held.insert(key.clone()) {
+                    return Err(busy(id, &WriterHolder::this_process()));
+                }
+                Ok(WriterLock::new(id, ProcessLock { key }))
+            }
+            LockSpace::Files(dir) => lock_file(dir, id, name),
+        }
+    }
+
+    /// Who holds the writer lock of `id` now, without taking any lock;
+    /// `None` when nobody does.
+    pub fn holder(&self, id: &str) -> Result<Option<WriterHolder>> {
+        let name = lock_name(id);
+        match self {
+            LockSpace::Process(ns) => {
+                let key = LockKey {
+                    dev: u64::MAX,
+                    ino: *ns,
+                    name,
+                };
+                Ok(HELD.lock().contains(&key).then(WriterHolder::this_process))
+            }
+            LockSpace::Files(dir) => {
+                let Some(key) = dir_key(dir, &name)? else {
+                    return Ok(None);
+                };
+                let held = HELD.lock();
+                if held.contains(&key) {
+                    return Ok(Some(WriterHolder::this_process()));
+                }
+                let path = dir.join(&name);
+                let file = match OpenOptions::new()
+                    .read(true)
+                    .custom_flags(no_follow())
+                    .open(&path)
+                {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                    Err(e) => return Err(io_err("cannot open the writer lock", &path, e)),
+                };
+                let holder = probe(&file);
+                // Safe to close while `held` is locked: this process holds
+                // no record lock on this file (it is not in the table).
+                drop(file);
+                drop(held);
+                Ok(holder)
+            }
+        }
+    }
+}
+
+/// The refusal of a second writer.
+pub fn busy(id: &str, holder: &WriterHolder) -> Error {
+    Error::Busy(format!(
+        "session {} is being written by {}; only one writer may hold a session at a time — close that session (or wait for its append to finish) and retry; reads (inspect, read_from, list) work meanwhile",
+        quote(id),
+        holder.describe()
+    ))
+}
+
+fn io_err(what: &str, path: &Path, e: io::Error) -> Error {
+    Error::io(format!("{what} {}", path.display()), e)
+}
+
+fn no_follow() -> i32 {
+    (OFlags::NOFOLLOW | OFlags::CLOEXEC).bits() as i32
+}
+
+/// The table key of `name` in `dir`; `None` when the directory is absent.
+fn dir_key(dir: &Path, name: &str) -> Result<Option<LockKey>> {
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(Some(LockKey {
+            dev: m.dev(),
+            ino: m.ino(),
+            name: name.to_string(),
+        })),
+        Ok(_) => Err(Error::io_msg(format!(
+            "the writer lock directory {} is not a directory; remove it",
+            dir.display()
+        ))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err("cannot stat the writer lock directory", dir, e)),
+    }
+}
+
+/// Creates the lock directory (mode 0700) when missing.
+fn ensure_dir(dir: &Path) -> Result<()> {
+    match DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io_err("cannot create the writer lock directory", dir, e)),
+    }
+}
+
+/// Who holds a record lock on `file`, as `F_GETLK` reports it.
+fn probe(file: &File) -> Option<WriterHolder> {
+    let want = Flock {
+        start: 0,
+        length: 0,
+        pid: None,
+        typ: FlockType::WriteLock,
+        offset_type: FlockOffsetType::Set,
+    };
+    match rustix::process::fcntl_getlk(file, &want) {
+        Ok(Some(lock)) => Some(WriterHolder {
+            pid: lock
+                .pid
+                .map(|p| p.as_raw_nonzero().get())
+                .filter(|p| *p > 0)
+                .map(|p| p as u32),
+            this_process: false,
+            remote: None,
+        }),
+        // Not held, or a file system without record locks: nothing known.
+        _ => None,
+    }
+}
+
+/// Attempts before giving up on a lock file that keeps being replaced.
+const LOCK_ATTEMPTS: usize = 32;
+
+fn lock_file(dir: &Path, id: &str, name: String) -> Result<WriterLock> {
+    ensure_dir(dir)?;
+    let key = dir_key(dir, &name)?.ok_or_else(|| {
+        Error::io_msg(format!(
+            "the writer lock directory {} vanished while locking session {}",
+            dir.display(),
+            quote(id)
+        ))
+    })?;
+    let path = dir.join(&name);
+    let mut held = HELD.lock();
+    if held.contains(&key) {
+        return Err(busy(id, &WriterHolder::this_process()));
+    }
+    for _ in 0..LOCK_ATTEMPTS {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(no_follow())
+            .open(&path)
+            .map_err(|e| io_err("cannot open the writer lock", &path, e))?;
+        match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                // The holder sets its record lock right after its flock:
+                // give it that moment to become visible.
+                let holder = (0..3)
+                    .find_map(|_| {
+                        probe(&file).or_else(|| {
+                            std::thread::yield_now();
+                            None
+                        })
+                    })
+                    .unwrap_or(WriterHolder {
+                        pid: None,
+                        this_process: false,
+                        remote: None,
+                    });
+                drop(file);
+                return Err(busy(id, &holder));
+            }
+            Err(e) => {
+                return Err(io_err("cannot lock the writer lock", &path, e.into()));
+            }
+        }
+        // The previous holder may have unlinked the file between our open
+        // and our lock: then we hold a lock nobody else can see.
+        let ours = file
+            .metadata()
+            .map_err(|e| io_err("cannot stat the writer lock", &path, e))?;
+        match fs::symlink_metadata(&path) {
+            Ok(m) if m.dev() == ours.dev() && m.ino() == ours.ino() => {}
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io_err("cannot stat the writer lock", &path, e)),
+        }
+        // The visible marker for probes; the exclusion is the flock.
+        let _ = rustix::fs::fcntl_lock(&file, FlockOperation::NonBlockingLockExclusive);
+        held.insert(key.clone());
+        return Ok(WriterLock::new(
+            id,
+            FileLock {
+                file: Some(file),
+                path,
+                key,
+            },
+        ));
+    }
+    Err(Error::Busy(format!(
+        "the writer lock of session {} at {} kept being replaced ({LOCK_ATTEMPTS} attempts); another writer is taking and releasing it",
+        quote(id),
+        path.display()
+    )))
+}
+
+/// A held lock file (see the module docs).
+struct FileLock {
+    file: Option<File>,
+    path: PathBuf,
+    key: LockKey,
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        let mut held = HELD.lock();
+        if let Some(file) = self.file.take() {
+            // Unlink while still holding the lock, and only the file we
+            // hold (an acquirer that opened it meanwhile sees it gone and
+            // starts over).
+            if let (Ok(ours), Ok(now)) = (file.metadata(), fs::symlink_metadata(&self.path)) {
+                if ours.dev() == now.dev() && ours.ino() == now.ino() {
+                    let _ = fs::remove_file(&self.path);
+                }
+            }
+            drop(file);
+        }
+        held.remove(&self.key);
+    }
+}
+
+/// A lock held in an in-process space.
+struct ProcessLock {
+    key: LockKey,
+}
+
+impl Drop for ProcessLock {
+    fn drop(&mut self) {
+        HELD.lock().remove(&self.key);
+    }
+}
+
+/// The lock file name of `id`: the id escaped like a JSONL session
+/// directory, then `@lock`. `@` never occurs in an escaped id, so no lock
+/// file is ever named like a session directory (a reader that looks for
+/// `<dir>/<escaped id>/` never meets a lock file instead). Ids whose
+/// escaped form is long (or not a valid id at all) get a prefix plus a
+/// 128-bit hash, so every name fits a file system's 255 bytes.
+pub fn lock_name(id: &str) -> String {
+    match crate::backend::jsonl::layout::escape_id(id) {
+        Ok(e) if e.len() <= 200 => format!("{e}@lock"),
+        _ => {
+            let prefix: String = id.chars().take(24).collect();
+            let prefix = crate::backend::jsonl::layout::escape_id(&prefix).unwrap_or_default();
+            let (a, b) = hash128(id.as_bytes());
+            format!("{prefix}@{a:016x}{b:016x}@lock")
+        }
+    }
+}
+
+/// Two FNV-1a 64 hashes with different offset bases (a stable name, not a
+/// security boundary: a collision only makes two ids share a lock).
+fn hash128(bytes: &[u8]) -> (u64, u64) {
+    const PRIME: u64 = 0x0000_0100_0000_01B3;
+    let mut a: u64 = 0xCBF2_9CE4_8422_2325;
+    let mut b: u64 = 0x8422_2325_CBF2_9CE4;
+    for &x in bytes {
+        a = (a ^ u64::from(x)).wrapping_mul(PRIME);
+        b = (b ^ u64::from(x.rotate_left(3))).wrapping_mul(PRIME);
+    }
+    (a, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "dsh-lock-{name}-{}-{:x}",
+            std::process::id(),
+            crate::backend::jsonl::revision::random_u64()
+        ));
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn names_never_look_like_session_dirs_and_fit_a_file_name() {
+        assert_eq!(lock_name("s1"), "s1@lock");
+        assert_eq!(lock_name("a/b"), "a~002Fb@lock");
+        let long = "x".repeat(5000);
+        let n = lock_name(&long);
+        assert!(n.len() < 255 && n.ends_with("@lock"), "{n}");
+        assert_ne!(n, lock_name(&"x".repeat(5001)));
+        assert!(lock_name("").ends_with("@lock"));
+    }
+
+    #[test]
+    fn two_spaces_over_one_dir_exclude_each_other_and_release_on_drop() {
+        let dir = temp_dir("two");
+        let a = LockSpace::files(dir.join("locks"));
+        let b = LockSpace::files(dir.join("locks"));
+        assert!(a.holder("s").unwrap().is_none(), "no directory yet");
+        let g = a.lock("s").unwrap();
+        let e = b.lock("s").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Busy);
+        assert!(e.to_string().contains("session \"s\""), "{e}");
+        assert!(e.to_string().contains("this process"), "{e}");
+        let h = b.holder("s").unwrap().expect("held");
+        assert!(h.this_process);
+        assert!(b.lock("t").is_ok(), "other ids are free");
+        drop(g);
+        assert!(b.holder("s").unwrap().is_none());
+        assert!(
+            !dir.join("locks").join("s@lock").exists(),
+            "released locks leave no file"
+        );
+        let _g2 = b.lock("s").unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_stale_lock_file_is_not_a_lock() {
+        let dir = temp_dir("stale");
+        let locks = dir.join("locks");
+        fs::create_dir_all(&locks).unwrap();
+        // What a killed holder leaves: the file, no lock.
+        fs::write(locks.join("s@lock"), b"").unwrap();
+        let space = LockSpace::files(locks);
+        assert!(space.holder("s").unwrap().is_none());
+        let _g = space.lock("s").unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn process_spaces_are_private() {
+        let a = LockSpace::process();
+        let b = LockSpace::process();
+        let _g = a.lock("s").unwrap();
+        assert_eq!(a.lock("s").unwrap_err().kind(), ErrorKind::Busy);
+        assert!(a.holder("s").unwrap().is_some());
+        assert!(b.holder("s").unwrap().is_none());
+        let _h = b.lock("s").unwrap();
+    }
+}
