@@ -323,3 +323,102 @@ fn a_database_whose_identity_is_still_in_the_wal_is_detected() {
     assert_eq!(r.stdout.trim(), "[]");
     drop(writer);
 }
+
+/// The writer-lock directories a live writer creates (`<root>/.dsh-persist-locks/`,
+/// `<database>.dsh-persist-locks/`) are the store's own: detection reads
+/// through them, verify calls nothing there foreign.
+#[test]
+fn writer_lock_directories_do_not_change_detection_or_verify() {
+    use dsh_persist::backend::jsonl::{Compression, JsonlConfig};
+    use dsh_persist::model::header::SessionHeader;
+    use dsh_persist::store::BackendConfig;
+
+    let tmp = TempDir::new("cli-detect-locks");
+    // A root holding nothing but the lock directory of a live session that
+    // has not written yet: an empty store, not "not a session store".
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let store = Store::open(StoreConfig::with_backend(BackendConfig::Jsonl(
+        JsonlConfig {
+            compression: Compression::None,
+            ..JsonlConfig::new(&root)
+        },
+    )))
+    .unwrap();
+    let live = store.start(SessionHeader::new("s-live", 1)).unwrap();
+    let locks = root.join(".dsh-persist-locks");
+    assert!(locks.is_dir(), "the live session holds no lock file");
+    assert_eq!(std::fs::read_dir(&locks).unwrap().count(), 1);
+    let r = detected("list", &root, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "[]");
+    let r = detected("verify", &root, &[]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert_eq!(r.json()["problems"], serde_json::json!([]), "{}", r.stdout);
+    // As a conversion target it is still a root without a log yet.
+    let from = FixtureStore::new("jsonl-none-packed");
+    let r = run([
+        "convert",
+        "--store",
+        from.path.to_str().unwrap(),
+        "--to",
+        root.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("holds no session log yet"),
+        "{}",
+        r.stderr
+    );
+    live.close().unwrap();
+    store.close().unwrap();
+
+    // A fixture root and a fixture database, each with a live writer's
+    // lock directory: detected and verified as without it.
+    for case in ["jsonl-none-packed", "jsonl-zstd-packed", "sqlite-corpus"] {
+        let fixture = FixtureStore::new(case);
+        let list_before = detected("list", &fixture.path, &[]);
+        let verify_before = detected("verify", &fixture.path, &[]);
+        let config = match case {
+            "sqlite-corpus" => {
+                BackendConfig::Sqlite(SqliteConfig::new(fixture.path.display().to_string()))
+            }
+            _ => BackendConfig::Jsonl(JsonlConfig {
+                compression: if case.contains("zstd") {
+                    Compression::Zstd
+                } else {
+                    Compression::None
+                },
+                ..JsonlConfig::new(&fixture.path)
+            }),
+        };
+        let store = Store::open(StoreConfig::with_backend(config)).unwrap();
+        let live = store.start(SessionHeader::new("s-live", 1)).unwrap();
+        let locks = match case {
+            "sqlite-corpus" => {
+                std::path::PathBuf::from(format!("{}.dsh-persist-locks", fixture.path.display()))
+            }
+            _ => fixture.path.join(".dsh-persist-locks"),
+        };
+        assert!(locks.is_dir(), "{case}: no lock directory at {locks:?}");
+        let r = detected("list", &fixture.path, &[]);
+        assert_eq!(r.code, 0, "{case}: {}", r.stderr);
+        assert_eq!(r.stdout, list_before.stdout, "{case}");
+        let r = detected("verify", &fixture.path, &[]);
+        assert_eq!(r.code, verify_before.code, "{case}: {}", r.stdout);
+        assert_eq!(r.stdout, verify_before.stdout, "{case}");
+        if case == "sqlite-corpus" {
+            // The lock directory itself is not a store: the database is.
+            let r = detected("list", &locks, &[]);
+            assert_eq!(r.code, 2, "{}", r.stderr);
+            let (kind, message) = r.error();
+            assert_eq!(kind, "invalid_argument");
+            assert!(
+                message.contains("writer-lock directory of the SQLite database"),
+                "{message}"
+            );
+        }
+        live.close().unwrap();
+        store.close().unwrap();
+    }
+}

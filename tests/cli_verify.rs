@@ -424,3 +424,104 @@ fn sqlite_rows_list_cannot_read_and_events_without_a_session_are_named() {
     assert_eq!(v["ok"], listed + 1 - 2 - others.len());
     assert_eq!(before, store.hashes(), "verify modified the database");
 }
+
+/// A session a live writer holds (its writer lock, here taken through the
+/// backend by this process while the CLI runs in another): its torn tail
+/// and its temp file are a write in progress, not problems. Released, the
+/// same store reports them again.
+#[test]
+fn a_live_writers_torn_tail_and_temp_file_are_not_problems() {
+    use dsh_persist::backend::Backend;
+    use dsh_persist::backend::jsonl::{JsonlBackend, JsonlConfig};
+    use dsh_persist::backend::sqlite::{SqliteBackend, SqliteConfig};
+
+    for case in ["jsonl-zstd-packed", "sqlite-corpus"] {
+        let store = FixtureStore::new(case);
+        let r = store.json("verify", &[]);
+        assert_eq!(r.code, 4, "{case}: {}", r.stdout);
+        let torn: Vec<String> = problems(&r.json())
+            .into_iter()
+            .filter(|p| p.1 == "torn_tail")
+            .map(|p| p.0)
+            .collect();
+        assert!(!torn.is_empty(), "{case}: the fixture has torn tails");
+        let torn_paths: Vec<std::path::PathBuf> = r.json()["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["kind"] == "torn_tail")
+            .map(|p| std::path::PathBuf::from(p["path"].as_str().unwrap()))
+            .collect();
+        let backend: Box<dyn Backend> = match case {
+            "sqlite-corpus" => Box::new(
+                SqliteBackend::open(&SqliteConfig::new(store.path.display().to_string())).unwrap(),
+            ),
+            _ => Box::new(JsonlBackend::open(JsonlConfig::new(&store.path)).unwrap()),
+        };
+        let locks: Vec<_> = torn
+            .iter()
+            .map(|id| backend.lock_writer(id).unwrap())
+            .collect();
+        // A first append's temp file of a held session (JSONL), created
+        // after the lock (taking it removes stale temps).
+        let temp = (case != "sqlite-corpus").then(|| {
+            let dir = find_dir(&store.path, &torn[0]).expect("the session directory");
+            let temp = dir.join("session.jsonl.zstd.0123456789ab.tmp");
+            std::fs::write(&temp, b"{\"partial").unwrap();
+            temp
+        });
+        // (Not `store.hashes()`: reading a lock file in the process that
+        // holds its lock would drop the record lock that makes it visible.)
+        let files: Vec<std::path::PathBuf> = match &temp {
+            Some(t) => torn_paths.iter().cloned().chain([t.clone()]).collect(),
+            None => vec![store.path.clone()],
+        };
+        let read_all =
+            || -> Vec<Vec<u8>> { files.iter().map(|p| std::fs::read(p).unwrap()).collect() };
+        let before = read_all();
+        let r = store.json("verify", &[]);
+        assert_eq!(
+            r.code, 0,
+            "{case}: held sessions are not problems: {}",
+            r.stdout
+        );
+        assert_eq!(r.json()["problems"], serde_json::json!([]), "{case}");
+        assert!(before == read_all(), "{case}: verify changed something");
+        drop(locks);
+        let r = store.json("verify", &[]);
+        assert_eq!(r.code, 4, "{case}: {}", r.stdout);
+        let after = problems(&r.json());
+        let again: Vec<&str> = after
+            .iter()
+            .filter(|p| p.1 == "torn_tail")
+            .map(|p| p.0.as_str())
+            .collect();
+        assert_eq!(again, torn, "{case}: released, the torn tails are reported");
+        if let Some(temp) = temp {
+            let shown = temp.display().to_string();
+            assert!(
+                after
+                    .iter()
+                    .any(|p| p.1 == "orphan_temp" && p.2.contains(&shown)),
+                "{case}: {after:?}"
+            );
+        }
+        backend.close().unwrap();
+    }
+}
+
+/// The directory named `name` under `root`.
+fn find_dir(root: &Path, name: &str) -> Option<std::path::PathBuf> {
+    for entry in std::fs::read_dir(root).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if entry.file_name() == name {
+                return Some(path);
+            }
+            if let Some(found) = find_dir(&path, name) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}

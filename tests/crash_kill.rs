@@ -375,6 +375,10 @@ fn child_process() {
     );
     let config = kind.config(&location, delay_ms);
     let backend = open_backend(&config.backend).unwrap_or_else(|e| panic!("open: {e}"));
+    if kind == Kind::Postgres {
+        // The schema exists now: a marker at the location tells the reader.
+        std::fs::write(&location, pg_schema(&location)).unwrap();
+    }
     // The clock continues from the resumed log's length, so an event's time
     // is a function of its seq (set once the history length is known).
     let next = Arc::new(AtomicI64::new(0));

@@ -10,6 +10,10 @@
 //! - the create race: two processes create one new id under two cwds at
 //!   the same instant.
 //!
+//! PostgreSQL runs too when `DSH_TEST_POSTGRES_URL` names a server (a
+//! schema per store location, dropped with the test directory): there the
+//! writer locks are the server's advisory locks.
+//!
 //! Checks: 0 corruptions (every load succeeds or is refused as `busy`), 0
 //! lost acknowledged events (each exactly once, in a contiguous balanced
 //! log), no repair ever made under a writer, and every refusal a clear
@@ -29,7 +33,8 @@ use std::time::{Duration, Instant};
 use dsh_persist::model::event::Event;
 use dsh_persist::model::header::SessionHeader;
 use dsh_persist::store::{
-    AppendOptions, BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
+    AppendOptions, BackendConfig, Compression, JsonlConfig, PostgresConfig, SqliteConfig, Store,
+    StoreConfig,
 };
 use dsh_persist::{Error, ErrorKind};
 use support::TempDir;
@@ -49,16 +54,44 @@ enum Kind {
     Zstd,
     Raw,
     Sqlite,
+    /// A schema on the server of `DSH_TEST_POSTGRES_URL`, named after the
+    /// location (a path that only names it; see [`pg_schema`]).
+    Postgres,
+}
+
+/// The PostgreSQL schema a location stands for.
+fn pg_schema(location: &Path) -> String {
+    let h = location
+        .display()
+        .to_string()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+    format!("x{h:016x}")
+}
+
+fn pg_url() -> String {
+    std::env::var(support::pg::URL_ENV).unwrap()
 }
 
 impl Kind {
-    const ALL: [Kind; 3] = [Kind::Zstd, Kind::Raw, Kind::Sqlite];
+    /// Every backend: PostgreSQL when the test server is set (see
+    /// `support::pg::url`, which fails a CI run without it).
+    fn all(test: &str) -> Vec<Kind> {
+        let mut kinds = vec![Kind::Zstd, Kind::Raw, Kind::Sqlite];
+        if support::pg::url(test).is_some() {
+            kinds.push(Kind::Postgres);
+        }
+        kinds
+    }
 
     fn name(self) -> &'static str {
         match self {
             Kind::Zstd => "jsonl-zstd",
             Kind::Raw => "jsonl-raw",
             Kind::Sqlite => "sqlite",
+            Kind::Postgres => "postgres",
         }
     }
 
@@ -67,14 +100,25 @@ impl Kind {
             "jsonl-zstd" => Kind::Zstd,
             "jsonl-raw" => Kind::Raw,
             "sqlite" => Kind::Sqlite,
+            "postgres" => Kind::Postgres,
             other => panic!("unknown backend {other}"),
         }
     }
 
-    fn location(self, dir: &Path) -> PathBuf {
+    /// The store location in `dir` (PostgreSQL: its schema is dropped with
+    /// `dir`).
+    fn location(self, dir: &TempDir) -> PathBuf {
         match self {
-            Kind::Sqlite => dir.join("sessions.db"),
-            _ => dir.join("root"),
+            Kind::Sqlite => dir.path().join("sessions.db"),
+            Kind::Postgres => {
+                let location = dir.path().join("pg.schema");
+                let schema = pg_schema(&location);
+                dir.on_drop_once("pg-schema", move || {
+                    support::pg::drop_schema(&pg_url(), &schema)
+                });
+                location
+            }
+            _ => dir.path().join("root"),
         }
     }
 
@@ -91,17 +135,38 @@ impl Kind {
             Kind::Sqlite => {
                 BackendConfig::Sqlite(SqliteConfig::new(location.display().to_string()))
             }
+            Kind::Postgres => BackendConfig::Postgres(
+                PostgresConfig::new(pg_url()).with_schema(pg_schema(location)),
+            ),
         };
         let mut c = StoreConfig::with_backend(backend);
         c.write_batch_max_delay_ms = 1;
         c
     }
 
-    fn cli_flag(self) -> &'static str {
+    /// The CLI's store selection for `location`.
+    fn cli_args(self, location: &Path) -> Vec<String> {
+        let path = location.display().to_string();
         match self {
-            Kind::Zstd => "--jsonl",
-            Kind::Raw => "--jsonl-raw",
-            Kind::Sqlite => "--sqlite",
+            Kind::Zstd => vec!["--jsonl".into(), path],
+            Kind::Raw => vec!["--jsonl-raw".into(), path],
+            Kind::Sqlite => vec!["--sqlite".into(), path],
+            Kind::Postgres => vec![
+                "--postgres".into(),
+                pg_url(),
+                "--postgres-schema".into(),
+                pg_schema(location),
+            ],
+        }
+    }
+
+    /// How the holder of a writer lock in this process is named in a
+    /// `busy` refusal: by pid (file locks) or by the server process of
+    /// the holding connection (PostgreSQL).
+    fn this_process_holder(self) -> &'static str {
+        match self {
+            Kind::Postgres => "another store handle in this process (server process ",
+            _ => "another store handle in this process (pid ",
         }
     }
 
@@ -381,9 +446,9 @@ fn two_processes_append_to_one_session() {
         return;
     }
     let iters = iterations();
-    for kind in Kind::ALL {
+    for kind in Kind::all("two_processes_append_to_one_session") {
         let dir = TempDir::new(&format!("excl-2p-{}", kind.name()));
-        let location = kind.location(dir.path());
+        let location = kind.location(&dir);
         let id = "shared";
         {
             let store = kind.open(&location);
@@ -439,9 +504,9 @@ fn two_handles_in_one_process_exclude_each_other() {
         return;
     }
     let iters = iterations();
-    for kind in Kind::ALL {
+    for kind in Kind::all("two_handles_in_one_process_exclude_each_other") {
         let dir = TempDir::new(&format!("excl-2h-{}", kind.name()));
-        let location = kind.location(dir.path());
+        let location = kind.location(&dir);
         let id = "shared";
         let a = kind.open(&location);
         let b = kind.open(&location);
@@ -455,11 +520,7 @@ fn two_handles_in_one_process_exclude_each_other() {
         live.flush().unwrap();
         let e = b.resume(id).err().expect("a second writer");
         assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
-        assert!(
-            e.to_string()
-                .contains("another store handle in this process (pid"),
-            "{e}"
-        );
+        assert!(e.to_string().contains(kind.this_process_holder()), "{e}");
         let e = b.append_json(id, &turn_json(5, 3, "x")).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
         let e = b.start(SessionHeader::new(id, 7)).err().unwrap();
@@ -545,8 +606,7 @@ fn handle_loop(store: &Store, id: &str, name: &str, iters: usize) -> Vec<String>
 /// Runs the CLI; returns (exit code, stdout, stderr).
 fn cli(kind: Kind, location: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(CLI)
-        .arg(kind.cli_flag())
-        .arg(location)
+        .args(kind.cli_args(location))
         .arg("--json")
         .args(args)
         .output()
@@ -564,9 +624,9 @@ fn a_live_writer_and_looping_readers() {
         return;
     }
     let turns = iterations() as u64 * 2;
-    for kind in Kind::ALL {
+    for kind in Kind::all("a_live_writer_and_looping_readers") {
         let dir = TempDir::new(&format!("excl-rd-{}", kind.name()));
-        let location = kind.location(dir.path());
+        let location = kind.location(&dir);
         let id = "live";
         let ctx = format!("{} live writer + readers", kind.name());
         // The store exists before the processes race to open it (two first
@@ -667,9 +727,9 @@ fn the_create_race_across_cwds_has_one_winner() {
         return;
     }
     let iters = iterations();
-    for kind in Kind::ALL {
+    for kind in Kind::all("the_create_race_across_cwds_has_one_winner") {
         let dir = TempDir::new(&format!("excl-cr-{}", kind.name()));
-        let location = kind.location(dir.path());
+        let location = kind.location(&dir);
         let mut losers: BTreeMap<String, usize> = BTreeMap::new();
         for i in 0..iters {
             let id = format!("race-{i}");

@@ -10,8 +10,11 @@
 //! - a directory: a JSONL root; its encoding is the one its logs (or flat
 //!   files) use, found by name. Logs of both encodings are an error (a
 //!   root holds one); a directory with no log is read as an empty zstd
-//!   root when it is empty or holds only project directories, and is an
-//!   error when it holds anything else (it is probably not a store);
+//!   root when it is empty or holds only project directories (and the
+//!   store's writer-lock directory, `.dsh-persist-locks/`), and is an
+//!   error when it holds anything else (it is probably not a store); the
+//!   writer-lock directory beside a database (`<db>.dsh-persist-locks/`)
+//!   is refused naming the database;
 //! - a file: a SQLite session database, told by its 16-byte header and its
 //!   `application_id` (1146308688); any other file is an error.
 //!
@@ -31,6 +34,7 @@ use dsh_persist::backend::jsonl::{Compression, JsonlConfig};
 use dsh_persist::backend::postgres::{PostgresBackend, PostgresConfig};
 use dsh_persist::backend::sqlite::SqliteConfig;
 use dsh_persist::backend::sqlite::scan::{Probe, probe_file};
+use dsh_persist::backend::writer_lock::LOCK_DIR_NAME;
 use dsh_persist::model::json::quote;
 use dsh_persist::store::{BackendConfig, Store, StoreConfig};
 
@@ -120,6 +124,18 @@ pub fn detect(path: &Path, purpose: Purpose, schema: Option<&String>) -> Result<
 }
 
 fn detect_root(root: &Path, purpose: Purpose, explicit: &str) -> Result<Selection, Error> {
+    if let Some(db) = root
+        .to_str()
+        .and_then(|r| r.trim_end_matches('/').strip_suffix(LOCK_DIR_NAME))
+        .filter(|db| !db.is_empty() && !db.ends_with('/') && Path::new(db).is_file())
+    {
+        // `<database>.dsh-persist-locks/`: the writer locks of a database.
+        return Err(Error::invalid(format!(
+            "{} is the writer-lock directory of the SQLite database {}, not a store; give the database instead",
+            shown(root),
+            quote(db)
+        )));
+    }
     let found = detect_encodings(root)?;
     match (&found.zstd, &found.none) {
         (Some(z), Some(n)) => Err(Error::invalid(format!(

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dsh_persist::backend::jsonl::JsonlBackend;
+use dsh_persist::backend::jsonl::scan::unescape_id;
 use dsh_persist::backend::postgres::PostgresBackend;
 use dsh_persist::backend::scan::{Finding, FindingKind, StoreScan};
 use dsh_persist::backend::sqlite::SqliteBackend;
@@ -119,15 +120,25 @@ const ALL_ERROR_KINDS: [ErrorKind; 10] = [
     ErrorKind::Unsupported,
 ];
 
-/// Hook for writer locks (added by a parallel change): whether a live
-/// writer holds the session at `path` (its log, or the session directory
-/// of a temp file) right now. When it does, a torn tail is its
-/// half-written batch and a temp file its creation in progress: not yet
-/// there, not damage, so neither is reported. Until stores take writer
-/// locks nothing tells a live writer, and every torn tail and temp file is
-/// reported.
-fn live_writer(_store: &Store, _id: Option<&str>, _path: &Path) -> bool {
-    false
+/// Whether a live writer holds the session `id` (or, without an id, the
+/// session whose directory is `path`: a temp file's) right now, asked
+/// through [`Backend::writer_holder`], which takes no lock. When one does,
+/// a torn tail is its half-written batch and a temp file its creation in
+/// progress: not yet there, not damage, so neither is reported. A holder
+/// that cannot be asked counts as none (the problem is reported).
+fn live_writer(store: &Store, id: Option<&str>, path: &Path) -> bool {
+    let id = match id {
+        Some(id) => id.to_string(),
+        None => match path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(unescape_id)
+        {
+            Some(id) => id,
+            None => return false,
+        },
+    };
+    store.backend().writer_holder(&id).ok().flatten().is_some()
 }
 
 /// The logical checks of one physically sound session; `Ok` when it is
@@ -152,8 +163,7 @@ fn check_session(store: &Store, id: &str, path: &Path) -> Result<(), Problem> {
             .flatten()
             .is_none_or(|again| again.torn.is_none() || again.revision != revision)
     };
-    let held = store.backend().writer_holder(id).ok().flatten().is_some();
-    if held || live_writer(store, Some(id), path) || moved() {
+    if live_writer(store, Some(id), path) || moved() {
         return Ok(());
     }
     let message = match torn {
