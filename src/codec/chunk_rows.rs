@@ -418,6 +418,17 @@ impl PackedRow {
     }
 }
 
+/// Why a stored line is not a record the scan keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoredLineError {
+    /// Not JSON (or a malformed packed row): `unparsable committed event`.
+    Unparsable,
+    /// JSON whose `seq` is missing or not a non-negative safe integer: a
+    /// seq gap (`got` is what JavaScript prints for the value, `undefined`
+    /// when absent); `turn_end` when its `type` is `turn/end`.
+    NoSeq { got: Box<str>, turn_end: bool },
+}
+
 /// One storage record.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Record {
@@ -435,6 +446,59 @@ impl Record {
             None => Event::parse(text)
                 .map(Record::Event)
                 .map_err(|e| RecordError(e.to_string())),
+        }
+    }
+
+    /// Parses one stored JSONL record line as the original's scan judges it
+    /// (`decodeStorageRecord(JSON.parse(line))`): a packed row when its
+    /// `type` is a row tag; otherwise any JSON object with a usable `seq` is
+    /// an event, kept even when another envelope rule fails
+    /// ([`Event::parse_stored`]); duplicate keys keep the last value, at the
+    /// first key's place, as `JSON.parse` does.
+    pub fn parse_stored_line(text: &str) -> Result<Record, StoredLineError> {
+        let Some(kind) = json::kind_of(text) else {
+            return Err(StoredLineError::Unparsable);
+        };
+        match kind {
+            json::Kind::Object => {}
+            // The original crashes on a `null` line; this build calls it
+            // unparsable (README choices).
+            json::Kind::Null => return Err(StoredLineError::Unparsable),
+            _ => {
+                if json::JsonText::parse_verbatim(text).is_err() {
+                    return Err(StoredLineError::Unparsable);
+                }
+                return Err(StoredLineError::NoSeq {
+                    got: "undefined".into(),
+                    turn_end: false,
+                });
+            }
+        }
+        let deduped;
+        let text = match json::last_wins_object(text) {
+            Err(_) => return Err(StoredLineError::Unparsable),
+            Ok(Some(t)) => {
+                deduped = t;
+                deduped.as_str()
+            }
+            Ok(None) => text,
+        };
+        let tag = peek_type(text);
+        if tag.as_deref().and_then(DeltaKind::from_tag).is_some() {
+            return parse_row_line(text)
+                .map(Record::Packed)
+                .map_err(|_| StoredLineError::Unparsable);
+        }
+        match Event::parse_stored(text) {
+            Ok(e) => Ok(Record::Event(e)),
+            Err(crate::model::event::EnvelopeError::Syntax(_)) => Err(StoredLineError::Unparsable),
+            Err(crate::model::event::EnvelopeError::Invalid(_)) => {
+                let seq = json::get_field(text, "seq");
+                Err(StoredLineError::NoSeq {
+                    got: seq.map_or_else(|| "undefined".to_string(), json::js_string_of).into(),
+                    turn_end: tag.as_deref() == Some("turn/end"),
+                })
+            }
         }
     }
 

@@ -25,11 +25,9 @@ use crate::backend::{Backend, Expect, Location, RawArtifact, Revision};
 use crate::error::{Error, Result};
 use crate::model::event::Event;
 use crate::model::header::{SessionHeader, now_ms};
-use crate::model::invariants::TurnTrace;
 use crate::model::json::{self, quote};
 use crate::model::seed;
-use crate::model::surface::SurfaceState;
-use crate::model::validate::{check_lossless, read_from_view, session_view};
+use crate::model::validate::{LogState, check_lossless, read_from_view, session_view};
 use crate::model::vocabulary::Vocabulary;
 
 /// Milliseconds since the epoch, as event `time` is assigned.
@@ -50,8 +48,8 @@ struct Tail {
     revision: Revision,
     next_seq: u64,
     header: SessionHeader,
-    surface: SurfaceState,
-    trace: TurnTrace,
+    /// The rules' fold over the stored log (as a load converts it).
+    rules: LogState,
 }
 
 pub(crate) struct Shared {
@@ -271,27 +269,25 @@ impl Store {
                 revision: Revision(String::new()),
                 next_seq: 0,
                 header,
-                surface: SurfaceState::new(),
-                trace: TurnTrace::new(),
+                rules: LogState::new(),
             },
             None => self.tail(id)?,
         };
         if events.is_empty() {
             return Ok(());
         }
-        let strict = self.shared.config.strict;
         for (i, e) in events.iter().enumerate() {
             let want = tail.next_seq + i as u64;
             if e.seq != want {
                 return Err(Error::invalid(if i == 0 {
                     format!(
-                        "append to session {} must start at seq {want} (the stored next seq), got {}",
+                        "append seq mismatch for {}: expected {want} at index 0, got {}",
                         quote(id),
                         e.seq
                     )
                 } else {
                     format!(
-                        "append to session {}: seq gap at batch index {i} (expected {want}, got {})",
+                        "append seq mismatch for {}: expected {want} at index {i}, got {}",
                         quote(id),
                         e.seq
                     )
@@ -305,22 +301,12 @@ impl Store {
                     e.seq
                 )));
             }
-            if !e.ignorable && !self.shared.vocab.knows(name) {
-                return Err(Error::invalid(format!(
-                    "event type {} at seq {} is unknown to this harness; mark it ignorable or register it with extraEventTypes",
-                    quote(name),
-                    e.seq
-                )));
-            }
-            tail.surface.apply(e).map_err(|m| {
-                Error::invalid(format!("cannot append to session {}: {m}", quote(id)))
-            })?;
-            if strict {
-                tail.trace.check(e).map_err(|m| {
-                    Error::invalid(format!("cannot append to session {}: {m}", quote(id)))
-                })?;
-            }
         }
+        // The rules a load applies (one rule set, SPEC 1.8/1.9): what this
+        // acknowledges loads back; older shapes a load converts are taken.
+        let mut rules = tail.rules.clone();
+        rules.check_append(id, &self.shared.vocab, self.shared.config.strict, true, &events)?;
+        tail.rules = rules;
         let expect = if tail.next_seq == 0 && tail.revision.0.is_empty() {
             Expect::New
         } else {
@@ -354,18 +340,11 @@ impl Store {
                 quote(id)
             )));
         }
-        let mut surface = SurfaceState::new();
-        let mut trace = TurnTrace::new();
-        for e in &insp.stored.events {
-            let _ = surface.apply(e);
-            let _ = trace.check(e);
-        }
         Ok(Tail {
             revision: insp.stored.revision.clone(),
             next_seq: insp.stored.events.len() as u64,
             header: insp.stored.header.clone(),
-            surface,
-            trace,
+            rules: LogState::fold(&insp.stored.events),
         })
     }
 

@@ -253,6 +253,7 @@ pub fn decode_row_ref(row: &StoredRow) -> Result<Record, String> {
         surface_op,
         ignorable,
         key_order: KeyOrder::LIVE,
+        invalid: None,
     }))
 }
 
