@@ -366,6 +366,11 @@ impl Store {
 
     fn read_inspection(&self, id: &str) -> Result<Inspection> {
         let mut stored = self.shared.backend.read(id)?.ok_or_else(|| not_found(id))?;
+        if let Some(problem) = stored.header.problem() {
+            // A header line the original's readers accept but that fails
+            // validation: read_from serves it, a session is refused.
+            return Err(Error::failed_validation(id, problem.to_string()));
+        }
         let closers = session_view(
             id,
             stored.raw_log.as_deref(),

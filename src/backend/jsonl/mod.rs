@@ -219,7 +219,13 @@ impl JsonlBackend {
             .and_then(|p| p.file_name())
             .and_then(|n| n.to_str())
             .unwrap_or("");
-        let want_session = escape_id(&header.id).unwrap_or_default();
+        let Ok(want_session) = escape_id(&header.id) else {
+            return Err(Error::corruption(format!(
+                "session artifact {}: header id {} cannot name a storage path",
+                quote(&path.display().to_string()),
+                quote(&header.id)
+            )));
+        };
         let want_project = project_dir_name(header.cwd.as_deref());
         if session == want_session && project == want_project {
             return Ok(());
