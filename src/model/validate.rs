@@ -133,13 +133,15 @@ pub fn check_message_shape(e: &Event) -> Result<(), String> {
         _ => return Ok(()),
     };
     let at = |m: &str| format!("session event at seq {} message {m}", e.seq);
+    // The original's wording for a missing message or id.
+    let unidentified = || format!("session event at seq {} lacks an identified message", e.seq);
     let Some(message) = message.filter(|m| json::kind_of(m) == Some(Kind::Object)) else {
-        return Err(at("must be an object"));
+        return Err(unidentified());
     };
     let [id, role_v, source, content] =
         fields::pick(message, ["id", "role", "source", "content"]).unwrap_or_default();
     if !fields::is_nonempty_str(id) {
-        return Err(at("must have a non-empty string id"));
+        return Err(unidentified());
     }
     if !fields::str_is(role_v, role) {
         return Err(at(&format!("must have role {}", json::quote(role))));
@@ -199,22 +201,13 @@ pub fn check_message_shape(e: &Event) -> Result<(), String> {
 /// when present, is an object whose only keys are `reasoningEffort` and
 /// `maxTokens`, each `true`, each only when the config has that field.
 pub fn check_request_header(index: usize, e: &Event) -> Result<(), String> {
-    let config = fields::field(e.data.as_str(), "header")
+    let header = fields::field(e.data.as_str(), "header")
+        .filter(|h| json::kind_of(h) == Some(Kind::Object));
+    let config = header
         .and_then(|h| fields::field(h, "config"))
         .filter(|c| json::kind_of(c) == Some(Kind::Object));
-    let [provider, model, effort, max_tokens, defaults] = config
-        .and_then(|c| {
-            fields::pick(
-                c,
-                [
-                    "provider",
-                    "model",
-                    "reasoningEffort",
-                    "maxTokens",
-                    "adapterDefaults",
-                ],
-            )
-        })
+    let [provider, model, effort, max_tokens] = config
+        .and_then(|c| fields::pick(c, ["provider", "model", "reasoningEffort", "maxTokens"]))
         .unwrap_or_default();
     if !fields::is_nonempty_str(provider) || !fields::is_nonempty_str(model) {
         return Err(format!(
@@ -223,15 +216,16 @@ pub fn check_request_header(index: usize, e: &Event) -> Result<(), String> {
     }
     if effort.is_some() && !fields::is_nonempty_str(effort) {
         return Err(format!(
-            "seed request/header at index {index} has a reasoningEffort that is not a non-empty string"
+            "seed request/header at index {index} has an invalid reasoningEffort"
         ));
     }
-    if let Some(d) = defaults {
-        let bad = || {
-            format!(
-                "seed request/header at index {index} has invalid adapterDefaults: only reasoningEffort and maxTokens, each true and each only when the config sets it"
-            )
-        };
+    // `data.header.adapterDefaults` (beside `config`, as the original
+    // reads it): only true markers for fields the config sets.
+    if let Some(d) = header.and_then(|h| fields::field(h, "adapterDefaults")) {
+        let bad = || format!("seed request/header at index {index} has invalid adapterDefaults");
+        if json::kind_of(d) != Some(Kind::Object) {
+            return Err(bad());
+        }
         let f = json::object_fields(d).map_err(|_| bad())?;
         for (k, v) in &f {
             let present = if k.eq_str("reasoningEffort") {
@@ -522,18 +516,18 @@ mod tests {
         let cases: Vec<(Event, &str)> = vec![
             (
                 assistant(1, "1"),
-                "session event at seq 1 message must be an object",
+                "session event at seq 1 lacks an identified message",
             ),
             (
                 ev(r#"{"type":"assistant/message","seq":1,"time":0,"data":{}}"#),
-                "message must be an object",
+                "lacks an identified message",
             ),
             (
                 assistant(
                     1,
                     &format!(r#"{{"id":"","role":"assistant","content":[],"source":{MODEL_SRC}}}"#),
                 ),
-                "session event at seq 1 message must have a non-empty string id",
+                "session event at seq 1 lacks an identified message",
             ),
             (
                 assistant(
@@ -736,8 +730,14 @@ mod tests {
     }
 
     fn header(seq: u64, config: &str) -> Event {
+        // `config` may end with `|{adapterDefaults}` to set the header's
+        // adapterDefaults beside it.
+        let (config, defaults) = match config.split_once('|') {
+            Some((c, d)) => (c, format!(r#","adapterDefaults":{d}"#)),
+            None => (config, String::new()),
+        };
         ev(&format!(
-            r#"{{"type":"request/header","seq":{seq},"time":0,"data":{{"header":{{"config":{config}}},"reason":"change"}}}}"#
+            r#"{{"type":"request/header","seq":{seq},"time":0,"data":{{"header":{{"config":{config}{defaults}}},"reason":"change"}}}}"#
         ))
     }
 
@@ -745,7 +745,7 @@ mod tests {
     fn request_header_checks() {
         let ok = header(
             0,
-            r#"{"provider":"p","model":"m","reasoningEffort":"high","maxTokens":5,"adapterDefaults":{"reasoningEffort":true,"maxTokens":true}}"#,
+            r#"{"provider":"p","model":"m","reasoningEffort":"high","maxTokens":5}|{"reasoningEffort":true,"maxTokens":true}"#,
         );
         assert!(check_request_header(0, &ok).is_ok());
         let cases = [
@@ -756,26 +756,26 @@ mod tests {
             (r#"{"provider":"","model":"m"}"#, "lacks provider/model"),
             (
                 r#"{"provider":"p","model":"m","reasoningEffort":""}"#,
-                "reasoningEffort that is not a non-empty string",
+                "has an invalid reasoningEffort",
             ),
             (
                 r#"{"provider":"p","model":"m","reasoningEffort":1}"#,
-                "reasoningEffort that is not a non-empty string",
+                "has an invalid reasoningEffort",
             ),
             (
-                r#"{"provider":"p","model":"m","adapterDefaults":{"maxTokens":true}}"#,
+                r#"{"provider":"p","model":"m"}|{"maxTokens":true}"#,
                 "invalid adapterDefaults",
             ),
             (
-                r#"{"provider":"p","model":"m","maxTokens":3,"adapterDefaults":{"maxTokens":false}}"#,
+                r#"{"provider":"p","model":"m","maxTokens":3}|{"maxTokens":false}"#,
                 "invalid adapterDefaults",
             ),
             (
-                r#"{"provider":"p","model":"m","maxTokens":3,"adapterDefaults":{"other":true}}"#,
+                r#"{"provider":"p","model":"m","maxTokens":3}|{"other":true}"#,
                 "invalid adapterDefaults",
             ),
             (
-                r#"{"provider":"p","model":"m","adapterDefaults":[]}"#,
+                r#"{"provider":"p","model":"m"}|[]"#,
                 "invalid adapterDefaults",
             ),
         ];

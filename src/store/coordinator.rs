@@ -232,6 +232,22 @@ impl Store {
             .map_err(|e| Error::invalid(format!("events must be a JSON array of events: {e}")))?;
         let mut events = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
+            for key in ["seq", "time"] {
+                // `-0` reads as 0 but does not survive a JavaScript round
+                // trip: refused like in data (DIFFERENCES A.2 #22).
+                if let Some(v) = json::get_field(item, key)
+                    .filter(|v| json::as_f64(v).is_some_and(|f| f == 0.0 && f.is_sign_negative()))
+                {
+                    let ty = json::get_field(item, "type")
+                        .and_then(json::as_str)
+                        .map_or_else(String::new, |t| t.decode().into_owned());
+                    return Err(Error::invalid(format!(
+                        "event {} {key} is not losslessly JSON-serializable: number {} is negative zero",
+                        quote(&ty),
+                        v.trim()
+                    )));
+                }
+            }
             let mut e = Event::parse(item)
                 .map_err(|m| Error::invalid(format!("event at index {i}: {m}")))?;
             e.data = check_lossless(e.type_str(), e.data.as_str())?;

@@ -34,6 +34,7 @@ class Session extends Handle {
    */
   append(type, data, options = {}) {
     if (data === undefined) throw new TypeError('data must be a JSON value, not undefined');
+    args.assertJsonValue(data, `event ${JSON.stringify(String(type))} data`);
     return this.appendRaw(type, args.stringify(data, 'data'), options);
   }
 

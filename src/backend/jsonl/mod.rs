@@ -90,11 +90,31 @@ impl std::fmt::Debug for JsonlBackend {
     }
 }
 
+/// An absolute path without `.` and `..` segments, resolved on the text
+/// (symlinks are not followed), as Node's `path.resolve` does.
+fn resolve_lexically(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
 impl JsonlBackend {
     /// Opens (and creates, mode 0700, if missing) a JSONL root.
     pub fn open(config: JsonlConfig) -> Result<JsonlBackend> {
         let root = std::path::absolute(&config.root)
             .map_err(|e| layout::io_err("cannot resolve root", &config.root, e))?;
+        // Resolved once, like Node's `path.resolve`: `.` and `..` segments
+        // are removed lexically (DIFFERENCES B 09).
+        let root = resolve_lexically(&root);
         if !root.is_dir() {
             use std::os::unix::fs::DirBuilderExt;
             std::fs::DirBuilder::new()
