@@ -496,7 +496,9 @@ impl Record {
             Err(crate::model::event::EnvelopeError::Invalid(_)) => {
                 let seq = json::get_field(text, "seq");
                 Err(StoredLineError::NoSeq {
-                    got: seq.map_or_else(|| "undefined".to_string(), json::js_string_of).into(),
+                    got: seq
+                        .map_or_else(|| "undefined".to_string(), json::js_string_of)
+                        .into(),
                     turn_end: tag.as_deref() == Some("turn/end"),
                 })
             }
@@ -693,7 +695,10 @@ fn eligible(e: &Event) -> Option<Delta<'_>> {
 /// in another order): read field by field.
 fn eligible_any_order<'a>(e: &Event, d: &'a str) -> Option<Delta<'a>> {
     let exact = |f: &[(json::JsonStr<'_>, &str)], keys: &[&str]| {
-        f.len() == keys.len() && keys.iter().all(|k| f.iter().filter(|(n, _)| n.eq_str(k)).count() == 1)
+        f.len() == keys.len()
+            && keys
+                .iter()
+                .all(|k| f.iter().filter(|(n, _)| n.eq_str(k)).count() == 1)
     };
     let get = |f: &[(json::JsonStr<'a>, &'a str)], k: &str| {
         f.iter().find(|(n, _)| n.eq_str(k)).map(|(_, v)| v.trim())

@@ -354,8 +354,8 @@ impl Event {
         match Event::parse(text) {
             Ok(e) => Ok(e),
             Err(EnvelopeError::Invalid(problem)) => {
-                let fields = json::object_fields(text)
-                    .map_err(|e| EnvelopeError::Syntax(e.to_string()))?;
+                let fields =
+                    json::object_fields(text).map_err(|e| EnvelopeError::Syntax(e.to_string()))?;
                 let get = |k: &str| fields.iter().find(|(n, _)| n.eq_str(k)).map(|(_, v)| *v);
                 let seq = get("seq")
                     .and_then(json::as_safe_uint)

@@ -119,10 +119,17 @@ impl SessionHeader {
         let Ok(fields) = json::object_fields(text) else {
             return Ok(None);
         };
-        let get = |k: &str| fields.iter().find(|(n, _)| n.eq_str(k)).map(|(_, v)| v.trim());
+        let get = |k: &str| {
+            fields
+                .iter()
+                .find(|(n, _)| n.eq_str(k))
+                .map(|(_, v)| v.trim())
+        };
         let is = |k: &str, kind: json::Kind| get(k).and_then(json::kind_of) == Some(kind);
         let nonneg_safe = |k: &str| get(k).and_then(json::as_safe_uint).is_some();
-        let header_line = get("type").and_then(json::as_str).is_some_and(|t| t.eq_str("session"))
+        let header_line = get("type")
+            .and_then(json::as_str)
+            .is_some_and(|t| t.eq_str("session"))
             && is("version", json::Kind::Number)
             && is("id", json::Kind::String)
             && nonneg_safe("createdAt")
@@ -141,11 +148,20 @@ impl SessionHeader {
             Ok(h) => Ok(Some(h)),
             Err(e) => {
                 let mut h = SessionHeader::new(
-                    get("id").and_then(json::as_str).map(|t| t.decode().into_owned()).unwrap_or_default(),
+                    get("id")
+                        .and_then(json::as_str)
+                        .map(|t| t.decode().into_owned())
+                        .unwrap_or_default(),
                     get("createdAt").and_then(json::as_safe_uint).unwrap_or(0),
                 );
-                h.version = get("version").and_then(json::as_safe_int).unwrap_or(SESSION_FORMAT_VERSION);
-                let string = |k: &str| get(k).and_then(json::as_str).map(|t| t.decode().into_owned());
+                h.version = get("version")
+                    .and_then(json::as_safe_int)
+                    .unwrap_or(SESSION_FORMAT_VERSION);
+                let string = |k: &str| {
+                    get(k)
+                        .and_then(json::as_str)
+                        .map(|t| t.decode().into_owned())
+                };
                 h.cwd = string("cwd");
                 h.parent_session = string("parentSession");
                 h.seed_length = get("seedLength").and_then(json::as_safe_uint);
@@ -171,7 +187,11 @@ impl SessionHeader {
                         if i > 0 {
                             out.push(',');
                         }
-                        let _ = write!(out, "\"{k}\":{}", json::canonicalize(v).unwrap_or_else(|_| v.to_string()));
+                        let _ = write!(
+                            out,
+                            "\"{k}\":{}",
+                            json::canonicalize(v).unwrap_or_else(|_| v.to_string())
+                        );
                     }
                 }
                 out.push('}');

@@ -89,12 +89,16 @@ pub fn convert_event(
     };
     match e.type_str() {
         "turn/start" => {
-            if let Some(text) = convert_turn_start(e.data.as_str()).map_err(|()| malformed("turn/start"))? {
+            if let Some(text) =
+                convert_turn_start(e.data.as_str()).map_err(|()| malformed("turn/start"))?
+            {
                 e.data = JsonText::from_trusted(text);
             }
         }
         "turn/end" => {
-            if let Some(text) = convert_turn_end(e.data.as_str()).map_err(|()| malformed("turn/end"))? {
+            if let Some(text) =
+                convert_turn_end(e.data.as_str()).map_err(|()| malformed("turn/end"))?
+            {
                 e.data = JsonText::from_trusted(text);
             }
         }
@@ -180,7 +184,10 @@ fn convert_turn_start(data: &str) -> std::result::Result<Option<String>, ()> {
     let kind_ok = trigger
         .as_ref()
         .is_some_and(|t| fields::is_nonempty_str(get(t, "kind")));
-    if !safe_int_at_least(get(&f, "turn"), 1) || !has_only_keys(&f, &["turn", "trigger"], &[]) || !kind_ok {
+    if !safe_int_at_least(get(&f, "turn"), 1)
+        || !has_only_keys(&f, &["turn", "trigger"], &[])
+        || !kind_ok
+    {
         return Err(());
     }
     Ok(Some(format!(
@@ -237,7 +244,9 @@ fn convert_turn_end(data: &str) -> std::result::Result<Option<String>, ()> {
                 return Err(());
             }
             let failure = get(&rf, "failure").filter(|v| is_failure(v));
-            if let Some(failure) = failure.filter(|_| has_only_keys(&rf, &["kind", "step", "failure"], &[])) {
+            if let Some(failure) =
+                failure.filter(|_| has_only_keys(&rf, &["kind", "step", "failure"], &[]))
+            {
                 format!("{{\"kind\":\"error\",\"error\":{}}}", failure.trim())
             } else {
                 let code = get(&rf, "code");

@@ -201,8 +201,8 @@ pub fn check_message_shape(e: &Event) -> Result<(), String> {
 /// when present, is an object whose only keys are `reasoningEffort` and
 /// `maxTokens`, each `true`, each only when the config has that field.
 pub fn check_request_header(index: usize, e: &Event) -> Result<(), String> {
-    let header = fields::field(e.data.as_str(), "header")
-        .filter(|h| json::kind_of(h) == Some(Kind::Object));
+    let header =
+        fields::field(e.data.as_str(), "header").filter(|h| json::kind_of(h) == Some(Kind::Object));
     let config = header
         .and_then(|h| fields::field(h, "config"))
         .filter(|c| json::kind_of(c) == Some(Kind::Object));
@@ -701,8 +701,7 @@ mod tests {
             "session event at seq 15 message must have model source"
         );
         assert_eq!(err.cause(), None);
-        let err =
-            validate_all("bad-assistant-source", None, &vocab(), false, &[bad]).unwrap_err();
+        let err = validate_all("bad-assistant-source", None, &vocab(), false, &[bad]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "stored session \"bad-assistant-source\" failed validation: Error: session event at seq 15 message must have model source"

@@ -321,7 +321,13 @@ impl Store {
         // The rules a load applies (one rule set, SPEC 1.8/1.9): what this
         // acknowledges loads back; older shapes a load converts are taken.
         let mut rules = tail.rules.clone();
-        rules.check_append(id, &self.shared.vocab, self.shared.config.strict, true, &events)?;
+        rules.check_append(
+            id,
+            &self.shared.vocab,
+            self.shared.config.strict,
+            true,
+            &events,
+        )?;
         tail.rules = rules;
         let expect = if tail.next_seq == 0 && tail.revision.0.is_empty() {
             Expect::New

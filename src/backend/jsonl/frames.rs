@@ -197,7 +197,8 @@ mod tests {
         file[4] |= 0x08;
         let e = scan(&file).unwrap_err();
         assert!(
-            e.to_string().contains("reserved frame-header bit at byte 4"),
+            e.to_string()
+                .contains("reserved frame-header bit at byte 4"),
             "{e}"
         );
         let mut file = frame(b"x\n");

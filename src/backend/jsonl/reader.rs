@@ -96,7 +96,10 @@ enum Cut {
 enum BadKind {
     Unparsable,
     /// `got` as JavaScript prints the stored seq (`undefined` when absent).
-    Gap { expected: u64, got: Box<str> },
+    Gap {
+        expected: u64,
+        got: Box<str>,
+    },
 }
 
 /// The first line that broke the rules (a torn tail unless a later line is a
@@ -139,7 +142,10 @@ enum LineKind {
     },
     /// JSON without a usable `seq` (a seq gap), and whether it is a
     /// `turn/end`.
-    NoSeq { got: Box<str>, turn_end: bool },
+    NoSeq {
+        got: Box<str>,
+        turn_end: bool,
+    },
     Unparsable,
 }
 
@@ -306,12 +312,10 @@ impl<'a> Rules<'a> {
                     expected: self.expected,
                     got: got.clone(),
                 },
-                LineKind::Record { first_seq, .. } if *first_seq != self.expected => {
-                    BadKind::Gap {
-                        expected: self.expected,
-                        got: first_seq.to_string().into(),
-                    }
-                }
+                LineKind::Record { first_seq, .. } if *first_seq != self.expected => BadKind::Gap {
+                    expected: self.expected,
+                    got: first_seq.to_string().into(),
+                },
                 LineKind::Record { count, .. } => {
                     self.expected += count;
                     *keep = info.events_end;
@@ -372,11 +376,15 @@ fn parse_header_line(text: &[u8], raw_log: &str) -> Result<SessionHeader> {
     let s = String::from_utf8_lossy(text);
     refuse_foreign_version(&s, Some(raw_log))?;
     if json::object_fields(&s).is_err() && json::JsonText::parse_verbatim(&s).is_err() {
-        return Err(corrupt("corrupt session log: header line is not valid JSON"));
+        return Err(corrupt(
+            "corrupt session log: header line is not valid JSON",
+        ));
     }
     match SessionHeader::parse_line_lenient(&s) {
         Ok(Some(h)) => Ok(h),
-        Ok(None) => Err(corrupt("corrupt session log: first line is not a session header")),
+        Ok(None) => Err(corrupt(
+            "corrupt session log: first line is not a session header",
+        )),
         Err(e) => Err(corrupt(format!("corrupt session log: {e} ({raw_log})"))),
     }
 }
@@ -483,9 +491,7 @@ fn header_frame_not_one_line() -> Error {
 }
 
 fn no_header(raw_log: &str) -> Error {
-    corrupt(format!(
-        "empty or header-less session log ({raw_log})"
-    ))
+    corrupt(format!("empty or header-less session log ({raw_log})"))
 }
 
 /// Reads up to `max` more bytes of `file` into `buf`; returns how many.
@@ -632,8 +638,11 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
     let mut rules = Rules::new(raw_log);
     // The header frame first: a foreign version is refused before anything
     // else about the file is judged.
-    let first = frames::first_frame(buf)?
-        .ok_or_else(|| corrupt(format!("empty or header-less Zstandard session log ({raw_log})")))?;
+    let first = frames::first_frame(buf)?.ok_or_else(|| {
+        corrupt(format!(
+            "empty or header-less Zstandard session log ({raw_log})"
+        ))
+    })?;
     {
         let part = rules.start(skip_below);
         let mut extra_lines = false;
