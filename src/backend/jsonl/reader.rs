@@ -887,8 +887,8 @@ pub fn peek_header(
             // The first frame is judged as the original's list judges it:
             // a frame that fails to decode, or holds more than the header
             // line, fails the whole listing (DIFFERENCES A.1 #11, B 15).
-            Compression::Zstd => match frames::first_frame(&buf)? {
-                Some(f) => {
+            Compression::Zstd => {
+                if let Some(f) = frames::first_frame(&buf)? {
                     let mut out = Vec::new();
                     let end = dec.decode(&buf[..f.end as usize], &mut out, |_| Ok(()))?;
                     if end != DecodeEnd::Finished {
@@ -913,8 +913,7 @@ pub fn peek_header(
                         None => return Ok(None),
                     }
                 }
-                None => {}
-            },
+            }
         }
         if eof {
             return Ok(None);
