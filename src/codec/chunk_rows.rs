@@ -457,6 +457,11 @@ impl Record {
     /// ([`Event::parse_stored`]); duplicate keys keep the last value, at the
     /// first key's place, as `JSON.parse` does.
     pub fn parse_stored_line(text: &str) -> Result<Record, StoredLineError> {
+        // Every well-formed line takes the strict parser (one scan); only a
+        // line it refuses is looked at again.
+        if let Ok(r) = Record::parse_line(text) {
+            return Ok(r);
+        }
         let Some(kind) = json::kind_of(text) else {
             return Err(StoredLineError::Unparsable);
         };

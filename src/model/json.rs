@@ -376,7 +376,24 @@ impl<'a> Scanner<'a> {
     pub fn skip_value(&mut self) -> JResult<()> {
         // The containers opened by this call, innermost last (bit set =
         // object). `enter` caps the depth, so MAX_DEPTH bits suffice.
-        let mut objects = [0u64; MAX_READ_DEPTH / 64 + 1];
+        // Inline for the usual depths (no large zeroing per call: this runs
+        // for every value a rule looks at); deeper levels spill to the heap.
+        let mut inline = [0u64; MAX_DEPTH / 64 + 1];
+        let mut spill: Vec<u64> = Vec::new();
+        macro_rules! word {
+            ($i:expr) => {{
+                let i = $i;
+                if i < inline.len() {
+                    &mut inline[i]
+                } else {
+                    let j = i - inline.len();
+                    if spill.len() <= j {
+                        spill.resize(j + 1, 0);
+                    }
+                    &mut spill[j]
+                }
+            }};
+        }
         let mut open = 0usize;
         loop {
             // A value starts here.
@@ -391,11 +408,11 @@ impl<'a> Scanner<'a> {
                     } else {
                         let (word, bit) = (open / 64, 1u64 << (open % 64));
                         if c == b'{' {
-                            objects[word] |= bit;
+                            *word!(word) |= bit;
                             self.string()?;
                             self.eat(b':', "expected ':' after an object key")?;
                         } else {
-                            objects[word] &= !bit;
+                            *word!(word) &= !bit;
                         }
                         open += 1;
                         continue;
@@ -420,7 +437,7 @@ impl<'a> Scanner<'a> {
                     return Ok(());
                 }
                 let top = open - 1;
-                let object = objects[top / 64] & (1u64 << (top % 64)) != 0;
+                let object = *word!(top / 64) & (1u64 << (top % 64)) != 0;
                 match (self.peek(), object) {
                     (Some(b','), true) => {
                         self.pos += 1;
