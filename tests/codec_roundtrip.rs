@@ -1,7 +1,9 @@
 //! Property test: packing then expanding any generated log gives back the
-//! identical log (every byte of every event), under both JSONL and SQLite
-//! limits, for random runs, broken runs, unknown fields, odd key orders,
-//! huge and negative time gaps and escaped text.
+//! same log, under both JSONL and SQLite limits, for random runs, broken
+//! runs, unknown fields, odd key orders, huge and negative time gaps and
+//! escaped text: every event byte for byte, except that a packed delta
+//! whose keys came in another order reads back in the original's canonical
+//! order (it packs by key *set*, as the original does).
 
 use dsh_persist::codec::chunk_rows::{PackLimits, Record, pack};
 use dsh_persist::model::event::Event;
@@ -171,7 +173,15 @@ fn pack_then_expand_is_identity() {
             }
             assert_eq!(back.len(), log.len(), "round {round}");
             for (a, b) in back.iter().zip(&log) {
-                assert_eq!(a.to_json(), b.to_json(), "round {round}");
+                let (ta, tb) = (a.to_json(), b.to_json());
+                if ta != tb {
+                    // Only a reordered delta may differ, and only in order.
+                    assert!(
+                        b.event_type == "assistant/chunk"
+                            && dsh_persist::model::fields::json_equal(&ta, &tb),
+                        "round {round}: {ta} vs {tb}"
+                    );
+                }
             }
         }
     }

@@ -741,7 +741,13 @@ fn a_cold_append_resent_after_an_ambiguous_failure_is_stored_once() {
         let other = events_of(&turn(5), first.len() as u64);
         let e = store.append(ID, other).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
-        assert!(e.to_string().contains("the stored next seq"), "{e}");
+        let want = format!(
+            "append seq mismatch for {}: expected {} at index 0, got {}",
+            dsh_persist::model::json::quote(ID),
+            first.len() + second.len(),
+            first.len()
+        );
+        assert!(e.to_string().contains(&want), "{e}");
         store.close().unwrap();
         let loaded = fresh_load(kind, &location, &dir.path().join("copy"))
             .unwrap()

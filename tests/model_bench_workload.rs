@@ -21,7 +21,7 @@ fn the_benchmark_log_passes_every_rule() {
     let vocab = Vocabulary::default();
     let closers = session_view("bench", None, &vocab, false, &mut events).unwrap();
     assert!(closers.is_empty(), "the workload ends with a closed turn");
-    validate_session("bench", None, &vocab, true, &events).unwrap();
+    validate_session("bench", true, &events).unwrap();
     let surface = events
         .iter()
         .filter(|e| {

@@ -20,7 +20,7 @@ use dsh_persist::model::invariants::TurnTrace;
 use dsh_persist::model::legacy::convert_legacy;
 use dsh_persist::model::repair::closers;
 use dsh_persist::model::surface::derive_messages;
-use dsh_persist::model::validate::{check_read, read_from_view, session_view};
+use dsh_persist::model::validate::{read_from_view, session_view};
 use dsh_persist::model::vocabulary::Vocabulary;
 use dsh_persist::{Error, ErrorKind};
 use serde_json::Value;
@@ -125,7 +125,7 @@ fn unpacked_corpus_inspect_matches_the_original() {
             "{id}: inspect"
         );
         // read_from = the stored prefix, converted and read-checked
-        check_read(id, None, &Vocabulary::default(), &events).unwrap();
+        read_from_view(id, None, &Vocabulary::default(), &mut events.clone()).unwrap();
         assert_eq!(
             to_values(&events),
             expected_events(session, "readFrom.0"),

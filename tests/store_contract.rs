@@ -320,13 +320,18 @@ fn bad_append_batches_are_rejected(kind: Kind) {
     let before = store.read_from("seqs", 0).unwrap().events.len();
     let e = store.append("seqs", closed_turn_events(2, 5)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    assert!(e.to_string().contains("must start at seq 3"), "{e}");
+    // The original's wording (DIFFERENCES A.3).
+    assert!(
+        e.to_string()
+            .contains("append seq mismatch for \"seqs\": expected 3 at index 0, got 5"),
+        "{e}"
+    );
     let mut gap = closed_turn_events(2, 3);
     gap[2].seq = 9;
     let e = store.append("seqs", gap).unwrap_err();
     assert!(
         e.to_string()
-            .contains("seq gap at batch index 2 (expected 5, got 9)"),
+            .contains("append seq mismatch for \"seqs\": expected 5 at index 2, got 9"),
         "{e}"
     );
     assert_eq!(

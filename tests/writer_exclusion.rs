@@ -18,7 +18,7 @@
 //! lost acknowledged events (each exactly once, in a contiguous balanced
 //! log), no repair ever made under a writer, and every refusal a clear
 //! `busy` or `conflict` (a cold append that lost the race to the other
-//! writer is told the stored next seq). `DSH_EXCLUSION_ITERS` sets the
+//! writer is told the stored next seq, in the original's words). `DSH_EXCLUSION_ITERS` sets the
 //! iterations per backend (default 40; the figures in docs/reliability.md
 //! use 300).
 
@@ -420,7 +420,12 @@ impl Refusals {
         let clear = match kind {
             "busy" => message.contains("is being written by") || message.contains("open turn"),
             "conflict" => message.contains("already exists") || message.contains("another writer"),
-            "invalid_argument" => message.contains("(the stored next seq)"),
+            // The original's text: `append seq mismatch for "<id>": expected
+            // <stored next seq> at index 0, got <the batch's first seq>`.
+            "invalid_argument" => {
+                message.contains("append seq mismatch for ")
+                    && message.contains(" at index 0, got ")
+            }
             _ => false,
         };
         assert!(clear, "{ctx}: unexpected refusal [{kind}] {message}");

@@ -4,16 +4,17 @@
 //! A *record* is what one JSONL line or one SQLite row holds: an event, or a
 //! packed row of ≥ 3 consecutive *eligible* `assistant/chunk` deltas.
 //!
-//! Eligibility is checked on the exact bytes: an event is packed only when
-//! expanding the row rebuilds its text byte for byte (envelope keys exactly
-//! `type, seq, time, data`; `data` exactly `{"turn":U,"step":P,"chunk":{…}}`
-//! in the original's key order). An event written in another key order
-//! simply stays a plain record, so packing never changes a log.
+//! Eligibility follows the original's exact key *sets*: envelope keys
+//! exactly `type, seq, time, data`, `data` exactly `{turn, step, chunk}` and
+//! `chunk` exactly one delta shape, in any order. Expansion writes the
+//! original's order (`{"turn":U,"step":P,"chunk":{"type":…,"index":…,…}}`),
+//! so an event that arrived in another key order reads back in that order,
+//! as the original's does (DIFFERENCES A.2 #20).
 
 use std::fmt::Write as _;
 use std::ops::Range;
 
-use crate::model::event::{Event, EventType, Key};
+use crate::model::event::{Event, EventType};
 use crate::model::json::{self, JsonText, MAX_SAFE_INTEGER, Scanner};
 
 /// The three kinds of delta that pack.
@@ -418,6 +419,17 @@ impl PackedRow {
     }
 }
 
+/// Why a stored line is not a record the scan keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoredLineError {
+    /// Not JSON (or a malformed packed row): `unparsable committed event`.
+    Unparsable,
+    /// JSON whose `seq` is missing or not a non-negative safe integer: a
+    /// seq gap (`got` is what JavaScript prints for the value, `undefined`
+    /// when absent); `turn_end` when its `type` is `turn/end`.
+    NoSeq { got: Box<str>, turn_end: bool },
+}
+
 /// One storage record.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Record {
@@ -435,6 +447,66 @@ impl Record {
             None => Event::parse(text)
                 .map(Record::Event)
                 .map_err(|e| RecordError(e.to_string())),
+        }
+    }
+
+    /// Parses one stored JSONL record line as the original's scan judges it
+    /// (`decodeStorageRecord(JSON.parse(line))`): a packed row when its
+    /// `type` is a row tag; otherwise any JSON object with a usable `seq` is
+    /// an event, kept even when another envelope rule fails
+    /// ([`Event::parse_stored`]); duplicate keys keep the last value, at the
+    /// first key's place, as `JSON.parse` does.
+    pub fn parse_stored_line(text: &str) -> Result<Record, StoredLineError> {
+        // Every well-formed line takes the strict parser (one scan); only a
+        // line it refuses is looked at again.
+        if let Ok(r) = Record::parse_line(text) {
+            return Ok(r);
+        }
+        let Some(kind) = json::kind_of(text) else {
+            return Err(StoredLineError::Unparsable);
+        };
+        match kind {
+            json::Kind::Object => {}
+            // The original crashes on a `null` line; this build calls it
+            // unparsable (README choices).
+            json::Kind::Null => return Err(StoredLineError::Unparsable),
+            _ => {
+                if json::JsonText::parse_verbatim(text).is_err() {
+                    return Err(StoredLineError::Unparsable);
+                }
+                return Err(StoredLineError::NoSeq {
+                    got: "undefined".into(),
+                    turn_end: false,
+                });
+            }
+        }
+        let deduped;
+        let text = match json::last_wins_object(text) {
+            Err(_) => return Err(StoredLineError::Unparsable),
+            Ok(Some(t)) => {
+                deduped = t;
+                deduped.as_str()
+            }
+            Ok(None) => text,
+        };
+        let tag = peek_type(text);
+        if tag.as_deref().and_then(DeltaKind::from_tag).is_some() {
+            return parse_row_line(text)
+                .map(Record::Packed)
+                .map_err(|_| StoredLineError::Unparsable);
+        }
+        match Event::parse_stored(text) {
+            Ok(e) => Ok(Record::Event(e)),
+            Err(crate::model::event::EnvelopeError::Syntax(_)) => Err(StoredLineError::Unparsable),
+            Err(crate::model::event::EnvelopeError::Invalid(_)) => {
+                let seq = json::get_field(text, "seq");
+                Err(StoredLineError::NoSeq {
+                    got: seq
+                        .map_or_else(|| "undefined".to_string(), json::js_string_of)
+                        .into(),
+                    turn_end: tag.as_deref() == Some("turn/end"),
+                })
+            }
         }
     }
 
@@ -609,13 +681,82 @@ fn eligible(e: &Event) -> Option<Delta<'_>> {
     {
         return None;
     }
-    if e.key_order.keys()[..4] != [Key::Type, Key::Seq, Key::Time, Key::Data] {
+    // Exact key *sets*, in any order (the original's `hasExactKeys`):
+    // expansion writes the canonical order, as the original's does.
+    if e.is_invalid_envelope() {
         return None;
     }
     if e.seq > MAX_SAFE_INTEGER as u64 || e.time.unsigned_abs() > MAX_SAFE_INTEGER as u64 {
         return None;
     }
     let d = e.data.as_str();
+    if let Some(delta) = eligible_canonical(e, d) {
+        return Some(delta);
+    }
+    eligible_any_order(e, d)
+}
+
+/// [`eligible`] for data in any key order (a host that built the object
+/// in another order): read field by field.
+fn eligible_any_order<'a>(e: &Event, d: &'a str) -> Option<Delta<'a>> {
+    let exact = |f: &[(json::JsonStr<'_>, &str)], keys: &[&str]| {
+        f.len() == keys.len()
+            && keys
+                .iter()
+                .all(|k| f.iter().filter(|(n, _)| n.eq_str(k)).count() == 1)
+    };
+    let get = |f: &[(json::JsonStr<'a>, &'a str)], k: &str| {
+        f.iter().find(|(n, _)| n.eq_str(k)).map(|(_, v)| v.trim())
+    };
+    let number = |v: Option<&'a str>| v.filter(|v| json::kind_of(v) == Some(json::Kind::Number));
+    let string = |v: Option<&'a str>| -> Option<&'a str> {
+        let v = v?;
+        let t = json::as_str(v)?;
+        Some(t.raw())
+    };
+    let f = json::object_fields(d).ok()?;
+    if !exact(&f, &["turn", "step", "chunk"]) {
+        return None;
+    }
+    let turn = number(get(&f, "turn"))?;
+    let step = number(get(&f, "step"))?;
+    let chunk = get(&f, "chunk")?;
+    let cf = json::object_fields(chunk).ok()?;
+    let kind = DeltaKind::from_chunk_type(&json::as_str(get(&cf, "type")?)?.decode())?;
+    let index = number(get(&cf, "index"))?;
+    let (mut id, mut name) = (None, None);
+    let piece = if kind == DeltaKind::ToolCall {
+        let with_name = exact(&cf, &["type", "index", "id", "name", "argumentsDelta"]);
+        if !with_name && !exact(&cf, &["type", "index", "id", "argumentsDelta"]) {
+            return None;
+        }
+        id = Some(string(get(&cf, "id"))?);
+        if with_name {
+            name = Some(string(get(&cf, "name"))?);
+        }
+        string(get(&cf, "argumentsDelta"))?
+    } else {
+        if !exact(&cf, &["type", "index", "text"]) {
+            return None;
+        }
+        string(get(&cf, "text"))?
+    };
+    Some(Delta {
+        kind,
+        seq: e.seq,
+        time: e.time,
+        turn,
+        step,
+        index,
+        id,
+        name,
+        piece,
+    })
+}
+
+/// [`eligible`] for data in the original's key order, read straight from
+/// the bytes (the common case: no field lookups).
+fn eligible_canonical<'a>(e: &Event, d: &'a str) -> Option<Delta<'a>> {
     let rest = d.strip_prefix("{\"turn\":")?;
     let (turn, rest) = number_prefix(rest)?;
     let rest = rest.strip_prefix(",\"step\":")?;
@@ -955,8 +1096,7 @@ mod tests {
     fn runs_break_on_kind_seq_turn_index_and_order() {
         let reasoning = chunk(3, 0, r#"{"type":"reasoning-delta","index":0,"text":"r"}"#);
         let other_index = chunk(3, 0, r#"{"type":"text-delta","index":1,"text":"r"}"#);
-        let reordered = chunk(3, 0, r#"{"index":0,"type":"text-delta","text":"r"}"#);
-        for breaker in [reasoning, other_index, reordered] {
+        for breaker in [reasoning, other_index] {
             let ev = vec![text(0, 0, "a"), text(1, 0, "b"), text(2, 0, "c"), breaker];
             let recs = pack(&ev, &PackLimits::JSONL);
             assert_eq!(recs.len(), 2);
@@ -974,6 +1114,60 @@ mod tests {
         let recs = pack(&ev, &PackLimits::JSONL);
         assert_eq!(recs.len(), 3);
         assert_eq!(expand(&recs), ev);
+    }
+
+    #[test]
+    fn keys_in_another_order_pack_by_key_set_like_the_original() {
+        // Chunk keys, data keys and envelope keys in another order: the
+        // original packs on exact key *sets* (DIFFERENCES A.2 #20), and
+        // expansion writes the canonical order.
+        let reordered_chunk = chunk(3, 0, r#"{"index":0,"type":"text-delta","text":"r"}"#);
+        let reordered_data = Event::parse(
+            r#"{"type":"assistant/chunk","seq":4,"time":0,"data":{"chunk":{"type":"text-delta","index":0,"text":"s"},"step":1,"turn":1}}"#,
+        )
+        .unwrap();
+        let reordered_envelope = Event::parse(
+            r#"{"seq":5,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"t"}},"type":"assistant/chunk","time":0}"#,
+        )
+        .unwrap();
+        let ev = vec![
+            text(0, 0, "a"),
+            text(1, 0, "b"),
+            text(2, 0, "c"),
+            reordered_chunk,
+            reordered_data,
+            reordered_envelope,
+        ];
+        let recs = pack(&ev, &PackLimits::JSONL);
+        assert_eq!(
+            lines(&recs),
+            vec![
+                r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0,0,0,0,0],"texts":["a","b","c","r","s","t"]}}"#
+            ]
+        );
+        let canonical: Vec<Event> = (0..6u64)
+            .map(|i| text(i, 0, ["a", "b", "c", "r", "s", "t"][i as usize]))
+            .collect();
+        assert_eq!(expand(&recs), canonical);
+        // A tool-call delta with its name, keys reordered.
+        let tc = |seq: u64| {
+            chunk(
+                seq,
+                0,
+                r#"{"argumentsDelta":"{","name":"read","id":"c1","index":0,"type":"tool-call-delta"}"#,
+            )
+        };
+        let recs = pack(&[tc(0), tc(1), tc(2)], &PackLimits::JSONL);
+        assert_eq!(
+            lines(&recs),
+            vec![
+                r#"{"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0,0],"id":"c1","name":"read","args":["{","{","{"]}}"#
+            ]
+        );
+        // Extra keys still do not pack.
+        let extra = chunk(3, 0, r#"{"type":"text-delta","index":0,"text":"r","x":1}"#);
+        let ev = vec![text(0, 0, "a"), text(1, 0, "b"), text(2, 0, "c"), extra];
+        assert_eq!(pack(&ev, &PackLimits::JSONL).len(), 2);
     }
 
     #[test]

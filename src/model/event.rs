@@ -174,6 +174,20 @@ pub struct Event {
     pub surface_op: Option<JsonText>,
     pub ignorable: bool,
     pub key_order: KeyOrder,
+    /// Set on a stored record that parses as a JSON object with a valid
+    /// `seq` but breaks another envelope rule (SPEC §1.8): the original's
+    /// scan keeps such a record (`read_from` returns it verbatim) and only
+    /// turning the log into a session refuses it. `None` for every valid
+    /// event.
+    pub invalid: Option<Arc<InvalidEnvelope>>,
+}
+
+/// A stored record kept despite an invalid envelope: its text, written back
+/// verbatim, and the rule it breaks.
+#[derive(Debug, PartialEq, Eq)]
+pub struct InvalidEnvelope {
+    pub text: Box<str>,
+    pub problem: String,
 }
 
 /// Why a record's envelope was refused (SPEC §1.8). The message names the
@@ -206,7 +220,13 @@ impl Event {
             surface_op: None,
             ignorable: false,
             key_order: KeyOrder::LIVE,
+            invalid: None,
         }
+    }
+
+    /// Whether this is a stored record kept with an invalid envelope.
+    pub fn is_invalid_envelope(&self) -> bool {
+        self.invalid.is_some()
     }
 
     pub fn type_str(&self) -> &str {
@@ -319,11 +339,56 @@ impl Event {
             surface_op: sop.map(JsonText::from_trusted),
             ignorable,
             key_order: KeyOrder::from_seen(&seen[..n_seen]),
+            invalid: None,
         })
+    }
+
+    /// Parses a stored record as the original's scan keeps it: a JSON
+    /// object whose `seq` is a non-negative safe integer is a record even
+    /// when another envelope rule fails (`time` 1.5, an unknown key, no
+    /// `data`, `ignorable: false`, a non-string `type`); such an event is
+    /// marked [`Event::invalid`] and keeps its text verbatim. Anything else
+    /// is an error: not a JSON object, or no usable `seq` (the caller reports
+    /// a seq gap).
+    pub fn parse_stored(text: &str) -> Result<Event, EnvelopeError> {
+        match Event::parse(text) {
+            Ok(e) => Ok(e),
+            Err(EnvelopeError::Invalid(problem)) => {
+                let fields =
+                    json::object_fields(text).map_err(|e| EnvelopeError::Syntax(e.to_string()))?;
+                let get = |k: &str| fields.iter().find(|(n, _)| n.eq_str(k)).map(|(_, v)| *v);
+                let seq = get("seq")
+                    .and_then(json::as_safe_uint)
+                    .ok_or(EnvelopeError::Invalid(problem.clone()))?;
+                let type_name = get("type")
+                    .and_then(json::as_str)
+                    .map(|t| t.decode().into_owned())
+                    .unwrap_or_default();
+                let mut e = Event::new(
+                    EventType::new(&type_name),
+                    seq,
+                    get("time").and_then(json::as_safe_int).unwrap_or(0),
+                    JsonText::from_trusted(get("data").unwrap_or("null")),
+                );
+                e.surface_op = get("surfaceOp").map(JsonText::from_trusted);
+                e.source_event_seqs = get("sourceEventSeqs").map(JsonText::from_trusted);
+                e.ignorable = get("ignorable").is_some_and(json::is_true);
+                e.invalid = Some(Arc::new(InvalidEnvelope {
+                    text: text.trim().into(),
+                    problem,
+                }));
+                Ok(e)
+            }
+            Err(other) => Err(other),
+        }
     }
 
     /// Appends the compact JSON text of the event in its key order.
     pub fn write_json(&self, out: &mut String) {
+        if let Some(raw) = &self.invalid {
+            out.push_str(&raw.text);
+            return;
+        }
         out.push('{');
         let mut first = true;
         for &k in self.key_order.keys() {

@@ -72,38 +72,55 @@ pub fn is_empty_array(raw: &str) -> bool {
 /// parsed values would decide: object key order is ignored, strings compare
 /// decoded, numbers compare by value.
 pub fn json_equal(a: &str, b: &str) -> bool {
-    match (json::kind_of(a), json::kind_of(b)) {
-        (Some(ka), Some(kb)) if ka == kb => match ka {
-            Kind::Object => {
-                let (Ok(fa), Ok(fb)) = (json::object_fields(a), json::object_fields(b)) else {
-                    return false;
-                };
-                fa.len() == fb.len()
-                    && fa.iter().all(|(k, va)| {
+    // Iterative (a work list of value pairs): stored data may nest
+    // thousands of levels, and this must not grow the thread stack.
+    let mut work: Vec<(&str, &str)> = vec![(a, b)];
+    while let Some((a, b)) = work.pop() {
+        let same = match (json::kind_of(a), json::kind_of(b)) {
+            (Some(ka), Some(kb)) if ka == kb => match ka {
+                Kind::Object => {
+                    let (Ok(fa), Ok(fb)) = (json::object_fields(a), json::object_fields(b)) else {
+                        return false;
+                    };
+                    if fa.len() != fb.len() {
+                        return false;
+                    }
+                    for (k, va) in &fa {
                         let k = k.decode();
-                        fb.iter()
-                            .find(|(kb, _)| kb.eq_str(&k))
-                            .is_some_and(|(_, vb)| json_equal(va, vb))
-                    })
-            }
-            Kind::Array => {
-                let (Ok(ia), Ok(ib)) = (json::array_items(a), json::array_items(b)) else {
-                    return false;
-                };
-                ia.len() == ib.len() && ia.iter().zip(&ib).all(|(x, y)| json_equal(x, y))
-            }
-            Kind::String => match (json::as_str(a), json::as_str(b)) {
-                (Some(x), Some(y)) => x.raw() == y.raw() || x.decode() == y.decode(),
-                _ => false,
+                        match fb.iter().find(|(kb, _)| kb.eq_str(&k)) {
+                            Some((_, vb)) => work.push((va, vb)),
+                            None => return false,
+                        }
+                    }
+                    true
+                }
+                Kind::Array => {
+                    let (Ok(ia), Ok(ib)) = (json::array_items(a), json::array_items(b)) else {
+                        return false;
+                    };
+                    if ia.len() != ib.len() {
+                        return false;
+                    }
+                    work.extend(ia.into_iter().zip(ib));
+                    true
+                }
+                Kind::String => match (json::as_str(a), json::as_str(b)) {
+                    (Some(x), Some(y)) => x.raw() == y.raw() || x.decode() == y.decode(),
+                    _ => false,
+                },
+                Kind::Number => {
+                    a.trim() == b.trim()
+                        || matches!((json::as_f64(a), json::as_f64(b)), (Some(x), Some(y)) if x == y)
+                }
+                Kind::Bool | Kind::Null => a.trim() == b.trim(),
             },
-            Kind::Number => {
-                a.trim() == b.trim()
-                    || matches!((json::as_f64(a), json::as_f64(b)), (Some(x), Some(y)) if x == y)
-            }
-            Kind::Bool | Kind::Null => a.trim() == b.trim(),
-        },
-        _ => false,
+            _ => false,
+        };
+        if !same {
+            return false;
+        }
     }
+    true
 }
 
 /// Rewrites an object text field by field: `f` gets each key (raw escaped

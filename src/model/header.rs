@@ -1,6 +1,7 @@
 //! The per-session metadata (SPEC §1.2) and its JSONL header line (§3.2).
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use super::json::{self, JsonStr, Scanner};
 use crate::error::{Error, Result};
@@ -24,6 +25,19 @@ pub struct SessionHeader {
     pub origin: Option<String>,
     pub delegation_depth: Option<u64>,
     pub agent_preset: Option<String>,
+    /// Set on a JSONL header line that the original's readers accept
+    /// (`isHeaderLine`) but that fails full validation (a relative `cwd`, a
+    /// fractional `seedLength`, a numeric `parentSession`, …): `list` and
+    /// `read_from` return it as written, `load`/`inspect` refuse it.
+    pub invalid: Option<Arc<InvalidHeader>>,
+}
+
+/// A header kept despite failing validation: the API JSON of its known
+/// fields as stored (the original's `fromHeaderLine`) and the failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidHeader {
+    pub json: Box<str>,
+    pub problem: String,
 }
 
 /// Where header text came from: the rules differ slightly.
@@ -83,6 +97,110 @@ impl SessionHeader {
             origin: None,
             delegation_depth: None,
             agent_preset: None,
+            invalid: None,
+        }
+    }
+
+    /// The validation failure of a header kept as written (see
+    /// [`SessionHeader::invalid`]).
+    pub fn problem(&self) -> Option<&str> {
+        self.invalid.as_ref().map(|i| i.problem.as_str())
+    }
+
+    /// Parses a JSONL header line as the original's readers do: `Ok(None)`
+    /// when it is not JSON or not a header line (`isHeaderLine`: type
+    /// `"session"`, a numeric `version`, a string `id`, `createdAt` and
+    /// `delegationDepth` non-negative safe integers, `origin` absent or
+    /// `"subagent"`, `agentPreset` absent or a string). Unknown keys are
+    /// ignored (a newer writer may add fields); the retired `sandboxMode` /
+    /// `approvalPolicy` are refused. A line that passes but fails full
+    /// validation is kept with [`SessionHeader::invalid`] set.
+    pub fn parse_line_lenient(text: &str) -> Result<Option<SessionHeader>> {
+        let Ok(fields) = json::object_fields(text) else {
+            return Ok(None);
+        };
+        let get = |k: &str| {
+            fields
+                .iter()
+                .find(|(n, _)| n.eq_str(k))
+                .map(|(_, v)| v.trim())
+        };
+        let is = |k: &str, kind: json::Kind| get(k).and_then(json::kind_of) == Some(kind);
+        let nonneg_safe = |k: &str| get(k).and_then(json::as_safe_uint).is_some();
+        let header_line = get("type")
+            .and_then(json::as_str)
+            .is_some_and(|t| t.eq_str("session"))
+            && is("version", json::Kind::Number)
+            && is("id", json::Kind::String)
+            && nonneg_safe("createdAt")
+            && nonneg_safe("delegationDepth")
+            && get("origin").is_none_or(|o| json::as_str(o).is_some_and(|t| t.eq_str("subagent")))
+            && get("agentPreset").is_none_or(|a| json::kind_of(a) == Some(json::Kind::String));
+        if !header_line {
+            return Ok(None);
+        }
+        if get("sandboxMode").is_some() || get("approvalPolicy").is_some() {
+            return Err(Error::invalid(
+                "session header uses retired policy baseline fields",
+            ));
+        }
+        match SessionHeader::parse_any_version(text, HeaderSource::JsonlLine) {
+            Ok(h) => Ok(Some(h)),
+            Err(e) => {
+                let mut h = SessionHeader::new(
+                    get("id")
+                        .and_then(json::as_str)
+                        .map(|t| t.decode().into_owned())
+                        .unwrap_or_default(),
+                    get("createdAt").and_then(json::as_safe_uint).unwrap_or(0),
+                );
+                h.version = get("version")
+                    .and_then(json::as_safe_int)
+                    .unwrap_or(SESSION_FORMAT_VERSION);
+                let string = |k: &str| {
+                    get(k)
+                        .and_then(json::as_str)
+                        .map(|t| t.decode().into_owned())
+                };
+                h.cwd = string("cwd");
+                h.parent_session = string("parentSession");
+                h.seed_length = get("seedLength").and_then(json::as_safe_uint);
+                h.origin = string("origin");
+                h.delegation_depth = get("delegationDepth").and_then(json::as_safe_uint);
+                h.agent_preset = string("agentPreset");
+                let mut out = String::from("{");
+                for (i, k) in [
+                    "version",
+                    "id",
+                    "createdAt",
+                    "cwd",
+                    "parentSession",
+                    "seedLength",
+                    "origin",
+                    "delegationDepth",
+                    "agentPreset",
+                ]
+                .iter()
+                .enumerate()
+                {
+                    if let Some(v) = get(k) {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        let _ = write!(
+                            out,
+                            "\"{k}\":{}",
+                            json::canonicalize(v).unwrap_or_else(|_| v.to_string())
+                        );
+                    }
+                }
+                out.push('}');
+                h.invalid = Some(Arc::new(InvalidHeader {
+                    json: out.into(),
+                    problem: e.to_string(),
+                }));
+                Ok(Some(h))
+            }
         }
     }
 
@@ -189,6 +307,9 @@ impl SessionHeader {
                         "session metadata carries the retired field {key}; this build no longer supports it"
                     )));
                 }
+                // A header line may carry fields a newer writer added: the
+                // original keeps the known ones (DIFFERENCES A.1 #17b).
+                _ if source == HeaderSource::JsonlLine => {}
                 other => {
                     return Err(Error::invalid(format!(
                         "session metadata has unknown key {}",
@@ -240,6 +361,9 @@ impl SessionHeader {
     /// The header as the API returns it (`{"version":0,"id":…}`); absent
     /// fields are omitted.
     pub fn to_json(&self) -> String {
+        if let Some(i) = &self.invalid {
+            return i.json.to_string();
+        }
         let mut out = String::with_capacity(128);
         out.push('{');
         self.write_fields(&mut out, false);

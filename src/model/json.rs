@@ -23,9 +23,16 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-/// Deepest nesting accepted anywhere (host input and disk). Deeper input is
-/// rejected instead of risking the host thread's stack.
+/// Deepest nesting accepted in host input (canonicalized data). Deeper input
+/// is rejected with an invalid-argument error.
 pub const MAX_DEPTH: usize = 512;
+
+/// Deepest nesting accepted when reading stored text: the original writes
+/// and reads data nested far deeper than [`MAX_DEPTH`] (its writer stops
+/// near 5,000 levels), so a stored record up to this depth is read, not
+/// called unparsable. Every walker is iterative, so the thread stack does
+/// not grow with the depth.
+pub const MAX_READ_DEPTH: usize = 10_000;
 
 /// Largest integer JavaScript represents exactly (2^53 − 1).
 pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
@@ -294,16 +301,27 @@ pub struct Scanner<'a> {
     b: &'a [u8],
     pub pos: usize,
     depth: usize,
+    max_depth: usize,
 }
 
 impl<'a> Scanner<'a> {
+    /// A scanner accepting nesting up to [`MAX_READ_DEPTH`].
     pub fn new(text: &'a str) -> Self {
         Scanner {
             text,
             b: text.as_bytes(),
             pos: 0,
             depth: 0,
+            max_depth: MAX_READ_DEPTH,
         }
+    }
+
+    /// A scanner that refuses nesting deeper than `max_depth` (at most
+    /// [`MAX_READ_DEPTH`]).
+    pub fn with_max_depth(text: &'a str, max_depth: usize) -> Self {
+        let mut s = Scanner::new(text);
+        s.max_depth = max_depth.min(MAX_READ_DEPTH);
+        s
     }
 
     fn err<T>(&self, what: &'static str) -> JResult<T> {
@@ -358,7 +376,24 @@ impl<'a> Scanner<'a> {
     pub fn skip_value(&mut self) -> JResult<()> {
         // The containers opened by this call, innermost last (bit set =
         // object). `enter` caps the depth, so MAX_DEPTH bits suffice.
-        let mut objects = [0u64; MAX_DEPTH / 64 + 1];
+        // Inline for the usual depths (no large zeroing per call: this runs
+        // for every value a rule looks at); deeper levels spill to the heap.
+        let mut inline = [0u64; MAX_DEPTH / 64 + 1];
+        let mut spill: Vec<u64> = Vec::new();
+        macro_rules! word {
+            ($i:expr) => {{
+                let i = $i;
+                if i < inline.len() {
+                    &mut inline[i]
+                } else {
+                    let j = i - inline.len();
+                    if spill.len() <= j {
+                        spill.resize(j + 1, 0);
+                    }
+                    &mut spill[j]
+                }
+            }};
+        }
         let mut open = 0usize;
         loop {
             // A value starts here.
@@ -373,11 +408,11 @@ impl<'a> Scanner<'a> {
                     } else {
                         let (word, bit) = (open / 64, 1u64 << (open % 64));
                         if c == b'{' {
-                            objects[word] |= bit;
+                            *word!(word) |= bit;
                             self.string()?;
                             self.eat(b':', "expected ':' after an object key")?;
                         } else {
-                            objects[word] &= !bit;
+                            *word!(word) &= !bit;
                         }
                         open += 1;
                         continue;
@@ -402,7 +437,7 @@ impl<'a> Scanner<'a> {
                     return Ok(());
                 }
                 let top = open - 1;
-                let object = objects[top / 64] & (1u64 << (top % 64)) != 0;
+                let object = *word!(top / 64) & (1u64 << (top % 64)) != 0;
                 match (self.peek(), object) {
                     (Some(b','), true) => {
                         self.pos += 1;
@@ -428,9 +463,10 @@ impl<'a> Scanner<'a> {
 
     fn enter(&mut self) -> JResult<()> {
         self.depth += 1;
-        if self.depth > MAX_DEPTH {
+        if self.depth > self.max_depth {
             return Err(JsonError::Lossless(format!(
-                "JSON nested deeper than {MAX_DEPTH} levels"
+                "JSON nested deeper than {} levels",
+                self.max_depth
             )));
         }
         Ok(())
@@ -645,6 +681,79 @@ pub fn get_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     found
 }
 
+/// `JSON.parse` semantics for duplicate keys of a top-level object: when
+/// `text` (an object) repeats a key, the object text with each repeated key
+/// once, at its first place, holding its last value; `None` when no key
+/// repeats.
+pub fn last_wins_object(text: &str) -> JResult<Option<String>> {
+    let fields = object_fields(text)?;
+    if fields.len() < 2 {
+        return Ok(None);
+    }
+    let mut keys: Vec<Cow<'_, str>> = fields.iter().map(|(k, _)| k.decode()).collect();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    if !sorted.windows(2).any(|w| w[0] == w[1]) {
+        return Ok(None);
+    }
+    let mut out = String::with_capacity(text.len());
+    out.push('{');
+    let mut written = 0;
+    for (i, (k, _)) in fields.iter().enumerate() {
+        if keys[..i].contains(&keys[i]) {
+            continue;
+        }
+        let last = fields
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(j, _)| keys[*j] == keys[i])
+            .map_or("null", |(_, (_, v))| *v);
+        if written > 0 {
+            out.push(',');
+        }
+        written += 1;
+        out.push('"');
+        out.push_str(k.raw());
+        out.push_str("\":");
+        out.push_str(last.trim());
+    }
+    out.push('}');
+    keys.clear();
+    Ok(Some(out))
+}
+
+/// What JavaScript's template literal prints for a raw JSON value
+/// (`${value}`): strings unquoted, numbers in ECMAScript form, `[object
+/// Object]` for objects, an array's items joined with commas.
+pub fn js_string_of(raw: &str) -> String {
+    match kind_of(raw) {
+        Some(Kind::String) => as_str(raw).map_or_else(String::new, |t| t.decode().into_owned()),
+        Some(Kind::Number) => {
+            let mut out = String::new();
+            match as_f64(raw) {
+                Some(v) => write_f64(&mut out, v),
+                None => out.push_str(raw.trim()),
+            }
+            out
+        }
+        Some(Kind::Object) => "[object Object]".to_string(),
+        Some(Kind::Array) => array_items(raw)
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|i| match kind_of(i) {
+                        Some(Kind::Null) => String::new(),
+                        _ => js_string_of(i),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default(),
+        _ => raw.trim().to_string(),
+    }
+}
+
 /// Kind of a raw JSON value, by its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -779,7 +888,7 @@ pub fn write_f64(out: &mut String, v: f64) {
 ///   duplicate object keys (a round trip would drop one).
 pub fn canonicalize(text: &str) -> JResult<String> {
     let mut out = String::with_capacity(text.len());
-    let mut s = Scanner::new(text);
+    let mut s = Scanner::with_max_depth(text, MAX_DEPTH);
     canon_value(&mut s, &mut out)?;
     s.expect_end()?;
     Ok(out)

@@ -19,47 +19,107 @@ use crate::error::{Error, Result};
 /// ids `legacy-message:<session id>:<seq>`; a `tool/result` surface replace
 /// inherits the id of the message at its `surfaceOp.start`).
 ///
-/// Fails with corruption on a `turn/start` carrying `trigger` in any other
-/// shape (`malformed pre-react-loop turn/start at seq N`).
+/// Fails with corruption on a shape that looks old but is malformed
+/// (`session "<id>" contains malformed pre-react-loop turn/start at seq N`,
+/// likewise `turn/end` and `steering/message`), as the original does.
 pub fn convert_legacy(session_id: &str, events: &mut [Event]) -> Result<()> {
     for i in 0..events.len() {
-        let name = events[i].type_str();
-        // Fast exit for the types no rule touches (chunks above all).
-        if !matches!(
-            name,
-            "turn/start"
-                | "turn/end"
-                | "steering/message"
-                | "user/message"
-                | "assistant/message"
-                | "tool/result"
-        ) {
+        if !needs_conversion_check(events[i].type_str()) {
             continue;
         }
         let (head, rest) = events.split_at_mut(i);
-        convert_event(session_id, head, &mut rest[0])?;
+        let lookup = |seq: u64| {
+            head.iter()
+                .rev()
+                .find(|e| e.seq == seq)
+                .and_then(|e| message_id_of(e.type_str(), e.data.as_str()))
+        };
+        convert_event(session_id, &lookup, &mut rest[0]).map_err(Error::corruption)?;
     }
     Ok(())
 }
 
-/// Converts one event; `before` are the (already converted) events before it.
-fn convert_event(session_id: &str, before: &[Event], e: &mut Event) -> Result<()> {
-    let data = e.data.as_str();
-    let new: Option<String> = match e.type_str() {
-        "turn/start" => convert_turn_start(e.seq, data)?,
-        "turn/end" => convert_turn_end(data),
-        "steering/message" => {
-            let converted = convert_steering(session_id, e.seq, data);
-            if converted.is_some() {
-                e.event_type = EventType::known("user/message");
+/// Whether an event of this type may be an older shape (every other type,
+/// chunks above all, passes without a look).
+pub fn needs_conversion_check(type_name: &str) -> bool {
+    matches!(
+        type_name,
+        "turn/start"
+            | "turn/end"
+            | "steering/message"
+            | "user/message"
+            | "assistant/message"
+            | "tool/result"
+    )
+}
+
+/// The raw (quoted) id of the message an event carries, when it is a
+/// string: `data.id` for user/message, `data.message.id` otherwise.
+pub fn message_id_of(type_name: &str, data: &str) -> Option<String> {
+    let message = match type_name {
+        "user/message" => data,
+        _ => fields::field(data, "message")?,
+    };
+    if json::kind_of(message) != Some(Kind::Object) {
+        return None;
+    }
+    let id = fields::field(message, "id")?;
+    (json::kind_of(id) == Some(Kind::String)).then(|| id.trim().to_string())
+}
+
+/// Converts one event in place, in the original's order (turn/start,
+/// turn/end, steering/message, then the pre-identity message shapes).
+/// `inherited` gives the raw message id of the event at a seq before this
+/// one (for a `tool/result` replacement). The error is the bare rule text.
+pub fn convert_event(
+    session_id: &str,
+    inherited: &dyn Fn(u64) -> Option<String>,
+    e: &mut Event,
+) -> std::result::Result<(), String> {
+    if e.is_invalid_envelope() {
+        // Kept verbatim for read_from; session validation refuses it.
+        return Ok(());
+    }
+    let malformed = |what: &str| {
+        format!(
+            "session {} contains malformed pre-react-loop {what} at seq {}",
+            json::quote(session_id),
+            e.seq
+        )
+    };
+    match e.type_str() {
+        "turn/start" => {
+            if let Some(text) =
+                convert_turn_start(e.data.as_str()).map_err(|()| malformed("turn/start"))?
+            {
+                e.data = JsonText::from_trusted(text);
             }
-            converted
         }
+        "turn/end" => {
+            if let Some(text) =
+                convert_turn_end(e.data.as_str()).map_err(|()| malformed("turn/end"))?
+            {
+                e.data = JsonText::from_trusted(text);
+            }
+        }
+        "steering/message" => {
+            let text = convert_steering(session_id, e.seq, e.data.as_str())
+                .ok_or_else(|| malformed("steering/message"))?;
+            e.event_type = EventType::known("user/message");
+            e.data = JsonText::from_trusted(text);
+        }
+        _ => {}
+    }
+    let data = e.data.as_str();
+    let new = match e.type_str() {
         "user/message" => convert_user(session_id, e.seq, data),
         "assistant/message" => convert_assistant(session_id, e.seq, data),
         "tool/result" => {
-            let inherited = replace_start(e).and_then(|start| inherited_id(before, start));
-            convert_tool_result(session_id, e.seq, data, inherited.as_deref())
+            let id = match replace_start(e) {
+                Some(start) => start.and_then(inherited),
+                None => Some(legacy_id(session_id, e.seq)),
+            };
+            convert_tool_result(data, id.as_deref())
         }
         _ => None,
     };
@@ -83,136 +143,189 @@ fn get<'a>(f: &[(json::JsonStr<'_>, &'a str)], key: &str) -> Option<&'a str> {
     f.iter().find(|(k, _)| k.eq_str(key)).map(|(_, v)| *v)
 }
 
-/// Rule 1: `{turn, trigger}` → `{turn}`.
-fn convert_turn_start(seq: u64, data: &str) -> Result<Option<String>> {
-    let Ok(f) = json::object_fields(data) else {
+/// The original's `hasOnlyKeys`: every `required` key present, no key
+/// outside `required` and `optional`.
+fn has_only_keys(f: &[(json::JsonStr<'_>, &str)], required: &[&str], optional: &[&str]) -> bool {
+    f.iter()
+        .all(|(k, _)| required.iter().chain(optional).any(|r| k.eq_str(r)))
+        && required.iter().all(|r| has(f, r))
+}
+
+/// The fields of an object value (not an array, not null), as the
+/// original's `asRecord`.
+fn record(raw: &str) -> Option<Vec<(json::JsonStr<'_>, &str)>> {
+    if json::kind_of(raw) != Some(Kind::Object) {
+        return None;
+    }
+    json::object_fields(raw).ok()
+}
+
+fn is_kind(raw: Option<&str>, kind: Kind) -> bool {
+    raw.and_then(json::kind_of) == Some(kind)
+}
+
+/// `Number.isSafeInteger(v) && v >= min`.
+fn safe_int_at_least(raw: Option<&str>, min: i64) -> bool {
+    raw.and_then(json::as_safe_int).is_some_and(|v| v >= min)
+}
+
+/// Rule 1: `{turn, trigger}` → `{turn}`. `Ok(None)`: not an old shape;
+/// `Err`: an old shape that is malformed. The original requires only
+/// `data ⊆ {turn, trigger}` (both present, turn ≥ 1) and a non-empty string
+/// `trigger.kind`; other trigger keys are allowed.
+fn convert_turn_start(data: &str) -> std::result::Result<Option<String>, ()> {
+    let Some(f) = record(data) else {
         return Ok(None);
     };
     if !has(&f, "trigger") {
         return Ok(None);
     }
-    let malformed =
-        || Error::corruption(format!("malformed pre-react-loop turn/start at seq {seq}"));
-    if f.len() != 2 {
-        return Err(malformed());
+    let trigger = get(&f, "trigger").and_then(record);
+    let kind_ok = trigger
+        .as_ref()
+        .is_some_and(|t| fields::is_nonempty_str(get(t, "kind")));
+    if !safe_int_at_least(get(&f, "turn"), 1)
+        || !has_only_keys(&f, &["turn", "trigger"], &[])
+        || !kind_ok
+    {
+        return Err(());
     }
-    let turn = get(&f, "turn").ok_or_else(malformed)?;
-    if json::as_safe_int(turn).is_none_or(|t| t < 1) {
-        return Err(malformed());
-    }
-    let trigger = get(&f, "trigger").unwrap_or_default();
-    let tf = if json::kind_of(trigger) == Some(Kind::Object) {
-        json::object_fields(trigger).ok()
-    } else {
-        None
-    };
-    match tf {
-        Some(tf) if tf.len() == 1 && fields::is_nonempty_str(get(&tf, "kind")) => {}
-        _ => return Err(malformed()),
-    }
-    Ok(Some(format!("{{\"turn\":{}}}", turn.trim())))
+    Ok(Some(format!(
+        "{{\"turn\":{}}}",
+        get(&f, "turn").unwrap_or_default().trim()
+    )))
 }
 
-/// Rule 2: older `turn/end` reasons. Only the `reason` value is rewritten;
+/// Rule 2: older `turn/end` reasons. Every `turn/end` whose data is an
+/// object must be `{turn ≥ 1, reason: {kind: string, …}}`; the current
+/// kinds allow only their own keys. Only the `reason` value is rewritten;
 /// the other keys of `data` keep their text and order.
-fn convert_turn_end(data: &str) -> Option<String> {
-    let reason = fields::field(data, "reason")?;
-    if json::kind_of(reason) != Some(Kind::Object) {
-        return None;
+fn convert_turn_end(data: &str) -> std::result::Result<Option<String>, ()> {
+    let Some(f) = record(data) else {
+        return Ok(None);
+    };
+    let reason_raw = get(&f, "reason");
+    let rf = reason_raw.and_then(record);
+    let kind = rf.as_ref().and_then(|r| fields::string(get(r, "kind")));
+    let (Some(rf), Some(kind)) = (rf, kind) else {
+        return Err(());
+    };
+    if !safe_int_at_least(get(&f, "turn"), 1) || !has_only_keys(&f, &["turn", "reason"], &[]) {
+        return Err(());
     }
-    let rf = json::object_fields(reason).ok()?;
-    let kind = fields::string(get(&rf, "kind"))?;
     let new_reason = match kind.as_str() {
-        "aborted" if !has(&rf, "reason") => {
-            // The original reason's keys, then the new `reason`.
-            let mut out = fields::rewrite_object(reason, |_, v| Some(v.to_string()))?;
-            out.pop();
-            push_key(&mut out, "reason");
-            out.push_str("{\"kind\":\"legacy\"}}");
-            out
+        "completed" | "blocked" | "max-tokens" | "interrupted" => {
+            return if has_only_keys(&rf, &["kind"], &[]) {
+                Ok(None)
+            } else {
+                Err(())
+            };
         }
-        "disposed" => "{\"kind\":\"aborted\",\"reason\":{\"kind\":\"disposed\"}}".to_string(),
-        "error" if !has(&rf, "error") => {
-            let step = get(&rf, "step")?;
-            if json::as_safe_int(step).is_none_or(|s| s < 0) {
-                return None;
+        "aborted" => {
+            if has(&rf, "reason") {
+                return Ok(None);
             }
-            if let Some(failure) = get(&rf, "failure") {
-                if !is_failure(failure) {
-                    return None;
-                }
+            if !has_only_keys(&rf, &["kind"], &[]) {
+                return Err(());
+            }
+            "{\"kind\":\"aborted\",\"reason\":{\"kind\":\"legacy\"}}".to_string()
+        }
+        "disposed" => {
+            if !has_only_keys(&rf, &["kind"], &[]) {
+                return Err(());
+            }
+            "{\"kind\":\"aborted\",\"reason\":{\"kind\":\"disposed\"}}".to_string()
+        }
+        "error" => {
+            if has(&rf, "error") {
+                return Ok(None);
+            }
+            if !safe_int_at_least(get(&rf, "step"), 0) {
+                return Err(());
+            }
+            let failure = get(&rf, "failure").filter(|v| is_failure(v));
+            if let Some(failure) =
+                failure.filter(|_| has_only_keys(&rf, &["kind", "step", "failure"], &[]))
+            {
                 format!("{{\"kind\":\"error\",\"error\":{}}}", failure.trim())
             } else {
-                let message =
-                    get(&rf, "message").filter(|m| json::kind_of(m) == Some(Kind::String))?;
-                let code = match get(&rf, "code") {
-                    Some(c) if json::kind_of(c) == Some(Kind::String) => c.trim(),
-                    Some(_) => return None,
-                    None => "\"UNKNOWN\"",
+                let code = get(&rf, "code");
+                let keys: &[&str] = if code.is_none() {
+                    &["kind", "step", "message"]
+                } else {
+                    &["kind", "step", "message", "code"]
                 };
+                let message = get(&rf, "message");
+                if !has_only_keys(&rf, keys, &[])
+                    || !is_kind(message, Kind::String)
+                    || code.is_some() && !is_kind(code, Kind::String)
+                {
+                    return Err(());
+                }
                 format!(
-                    "{{\"kind\":\"error\",\"error\":{{\"message\":{},\"code\":{code}}}}}",
-                    message.trim()
+                    "{{\"kind\":\"error\",\"error\":{{\"message\":{},\"code\":{}}}}}",
+                    message.unwrap_or_default().trim(),
+                    code.map_or("\"UNKNOWN\"", str::trim)
                 )
             }
         }
-        _ => return None,
+        _ => return Ok(None),
     };
-    fields::rewrite_object(data, |k, v| {
+    Ok(fields::rewrite_object(data, |k, v| {
         Some(if k == "reason" {
             new_reason.clone()
         } else {
             v.to_string()
         })
-    })
+    }))
 }
 
 /// A legacy failure object: `{message, code, status?, providerRetryAfterMs?,
-/// requestId?}` with string `message` and `code`.
+/// requestId?}` with string `message`, `code` and `requestId`, numeric
+/// `status` and `providerRetryAfterMs`.
 fn is_failure(raw: &str) -> bool {
-    if json::kind_of(raw) != Some(Kind::Object) {
-        return false;
-    }
-    let Ok(f) = json::object_fields(raw) else {
+    let Some(f) = record(raw) else {
         return false;
     };
-    f.iter().all(|(k, _)| {
-        [
-            "message",
-            "code",
-            "status",
-            "providerRetryAfterMs",
-            "requestId",
-        ]
-        .iter()
-        .any(|n| k.eq_str(n))
-    }) && json::kind_of(get(&f, "message").unwrap_or("")) == Some(Kind::String)
-        && json::kind_of(get(&f, "code").unwrap_or("")) == Some(Kind::String)
+    let opt = |k: &str, kind: Kind| get(&f, k).is_none() || is_kind(get(&f, k), kind);
+    has_only_keys(
+        &f,
+        &["message", "code"],
+        &["status", "providerRetryAfterMs", "requestId"],
+    ) && is_kind(get(&f, "message"), Kind::String)
+        && is_kind(get(&f, "code"), Kind::String)
+        && opt("status", Kind::Number)
+        && opt("providerRetryAfterMs", Kind::Number)
+        && opt("requestId", Kind::String)
 }
 
-/// Rule 3: `steering/message` → `user/message`.
+/// Rule 3: `steering/message` → `user/message`: `{turn, message}` becomes
+/// `message`; `{turn, content, source}` becomes `{content, source, id,
+/// role:"user"}`. `None`: malformed (any other shape).
 fn convert_steering(session_id: &str, seq: u64, data: &str) -> Option<String> {
-    let f = json::object_fields(data).ok()?;
-    if let Some(m) = get(&f, "message") {
-        if json::kind_of(m) == Some(Kind::Object) {
+    let f = record(data)?;
+    let turn_ok = get(&f, "turn").and_then(json::as_safe_int).is_some();
+    if let Some(m) = get(&f, "message").filter(|m| json::kind_of(m) == Some(Kind::Object)) {
+        if turn_ok && has_only_keys(&f, &["turn", "message"], &[]) {
             return Some(m.trim().to_string());
         }
+    }
+    if !turn_ok || !has_only_keys(&f, &["turn", "content", "source"], &[]) {
         return None;
     }
-    let content = get(&f, "content")?;
-    let source = get(&f, "source")?;
-    Some(format!(
-        "{{\"content\":{},\"source\":{},\"id\":{},\"role\":\"user\"}}",
-        content.trim(),
-        source.trim(),
-        legacy_id(session_id, seq)
-    ))
+    let mut out = fields::rewrite_object(data, |k, v| (k != "turn").then(|| v.to_string()))?;
+    out.pop();
+    push_key(&mut out, "id");
+    out.push_str(&legacy_id(session_id, seq));
+    push_key(&mut out, "role");
+    out.push_str("\"user\"}");
+    Some(out)
 }
 
 /// Rule 4, user/message: `{content, source}` without `id`/`role`/`message`
 /// → the same keys plus `id`, `role`.
 fn convert_user(session_id: &str, seq: u64, data: &str) -> Option<String> {
-    let f = json::object_fields(data).ok()?;
+    let f = record(data)?;
     if !has(&f, "content")
         || !has(&f, "source")
         || has(&f, "id")
@@ -232,30 +345,33 @@ fn convert_user(session_id: &str, seq: u64, data: &str) -> Option<String> {
 
 /// Rule 4, assistant/message: `{…, content, provenance}` without `message`
 /// → `{…, message:{id, role:"assistant", content, source:{…provenance,
-/// kind:"model"}}}`.
+/// kind:"model"}}}` (a provenance that is not an object adds nothing).
 fn convert_assistant(session_id: &str, seq: u64, data: &str) -> Option<String> {
-    let f = json::object_fields(data).ok()?;
+    let f = record(data)?;
     if has(&f, "message") {
         return None;
     }
     let content = get(&f, "content")?;
     let provenance = get(&f, "provenance")?;
-    if json::kind_of(provenance) != Some(Kind::Object) {
-        return None;
-    }
     // `{...provenance, kind:"model"}`: an existing `kind` keeps its place.
-    let mut source = fields::rewrite_object(provenance, |k, v| {
-        Some(if k == "kind" {
-            "\"model\"".to_string()
-        } else {
-            v.to_string()
-        })
-    })?;
-    if !has(&json::object_fields(provenance).ok()?, "kind") {
-        source.pop();
-        push_key(&mut source, "kind");
-        source.push_str("\"model\"}");
-    }
+    let source = match record(provenance) {
+        Some(pf) => {
+            let mut source = fields::rewrite_object(provenance, |k, v| {
+                Some(if k == "kind" {
+                    "\"model\"".to_string()
+                } else {
+                    v.to_string()
+                })
+            })?;
+            if !has(&pf, "kind") {
+                source.pop();
+                push_key(&mut source, "kind");
+                source.push_str("\"model\"}");
+            }
+            source
+        }
+        None => "{\"kind\":\"model\"}".to_string(),
+    };
     let mut out = fields::rewrite_object(data, |k, v| {
         (k != "content" && k != "provenance").then(|| v.to_string())
     })?;
@@ -269,62 +385,47 @@ fn convert_assistant(session_id: &str, seq: u64, data: &str) -> Option<String> {
     Some(out)
 }
 
-/// The `start` seq of a tool/result's replace `surfaceOp`, if it is one.
-fn replace_start(e: &Event) -> Option<u64> {
+/// The `start` of a tool/result's replace `surfaceOp` (an object with `op:
+/// "replace"` and a numeric `start`, the original's `replacementStart`):
+/// `None` when it is not one; `Some(None)` when `start` is a number that
+/// is no seq.
+fn replace_start(e: &Event) -> Option<Option<u64>> {
     let op = e.surface_op.as_ref()?;
-    match super::surface::SurfaceOp::parse(op.as_str()) {
-        Ok(super::surface::SurfaceOp::Replace { start, .. }) => Some(start),
-        _ => None,
+    let f = record(op.as_str())?;
+    if !fields::str_is(get(&f, "op"), "replace") {
+        return None;
     }
-}
-
-/// The raw (quoted) id of the message derived by the event at `seq`.
-fn inherited_id(before: &[Event], seq: u64) -> Option<String> {
-    let e = before.iter().rev().find(|e| e.seq == seq)?;
-    let message = match e.type_str() {
-        "user/message" => e.data.as_str(),
-        _ => fields::field(e.data.as_str(), "message")?,
-    };
-    let id = fields::field(message, "id")?;
-    (json::kind_of(id) == Some(Kind::String)).then(|| id.trim().to_string())
+    let start = get(&f, "start").filter(|s| json::kind_of(s) == Some(Kind::Number))?;
+    Some(json::as_safe_uint(start))
 }
 
 /// Rule 4, tool/result: `{…, callId, content, isError}` without `message` →
 /// `{…, message:{id, role:"user", content:[{type:"tool-result", toolCallId:
-/// callId, content, isError}], source:{kind:"tool", callId}}}`.
-fn convert_tool_result(
-    session_id: &str,
-    seq: u64,
-    data: &str,
-    inherited: Option<&str>,
-) -> Option<String> {
-    let f = json::object_fields(data).ok()?;
+/// callId, content, isError}], source:{kind:"tool", callId}}}`. `id` is the
+/// raw id to give the message; `None` leaves it out (a replacement whose
+/// shadowed message has none: validation then refuses it).
+fn convert_tool_result(data: &str, id: Option<&str>) -> Option<String> {
+    let f = record(data)?;
     if has(&f, "message") {
         return None;
     }
     let call_id = get(&f, "callId")?;
     let content = get(&f, "content")?;
-    let is_error = get(&f, "isError");
-    let id = match inherited {
-        Some(id) => id.to_string(),
-        None => legacy_id(session_id, seq),
-    };
+    let is_error = get(&f, "isError")?;
     let mut out = fields::rewrite_object(data, |k, v| {
         (k != "callId" && k != "content" && k != "isError").then(|| v.to_string())
     })?;
     out.pop();
     push_key(&mut out, "message");
-    let mut block = format!(
-        "{{\"type\":\"tool-result\",\"toolCallId\":{},\"content\":{}",
-        call_id.trim(),
-        content.trim()
-    );
-    if let Some(ie) = is_error {
-        block.push_str(&format!(",\"isError\":{}", ie.trim()));
+    out.push('{');
+    if let Some(id) = id {
+        out.push_str(&format!("\"id\":{id},"));
     }
-    block.push('}');
     out.push_str(&format!(
-        "{{\"id\":{id},\"role\":\"user\",\"content\":[{block}],\"source\":{{\"kind\":\"tool\",\"callId\":{}}}}}}}",
+        "\"role\":\"user\",\"content\":[{{\"type\":\"tool-result\",\"toolCallId\":{},\"content\":{},\"isError\":{}}}],\"source\":{{\"kind\":\"tool\",\"callId\":{}}}}}}}",
+        call_id.trim(),
+        content.trim(),
+        is_error.trim(),
         call_id.trim()
     ));
     Some(out)
@@ -350,6 +451,14 @@ mod tests {
 
     #[test]
     fn turn_start_trigger() {
+        // The original requires only a non-empty string trigger.kind; other
+        // trigger keys are allowed (its own fixture has `source`).
+        assert_eq!(
+            data_after(
+                r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}"#
+            ),
+            r#"{"turn":1}"#
+        );
         assert_eq!(
             data_after(
                 r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1,"trigger":{"kind":"user"}}}"#
@@ -364,8 +473,8 @@ mod tests {
         for bad in [
             r#"{"turn":0,"trigger":{"kind":"user"}}"#,
             r#"{"turn":1,"trigger":{"kind":""}}"#,
-            r#"{"turn":1,"trigger":{"kind":"user","x":1}}"#,
             r#"{"turn":1,"trigger":"user"}"#,
+            r#"{"turn":1,"trigger":[]}"#,
             r#"{"turn":1,"trigger":{"kind":"user"},"x":1}"#,
             r#"{"trigger":{"kind":"user"}}"#,
         ] {
@@ -376,7 +485,7 @@ mod tests {
             assert_eq!(err.kind(), crate::ErrorKind::Corruption);
             assert_eq!(
                 err.to_string(),
-                "malformed pre-react-loop turn/start at seq 7",
+                "session \"s\" contains malformed pre-react-loop turn/start at seq 7",
                 "{bad}"
             );
         }
@@ -398,10 +507,33 @@ mod tests {
             r#"{"kind":"aborted","reason":{"kind":"user"}}"#,
             r#"{"kind":"error","error":{"message":"m","code":"c"}}"#,
             r#"{"kind":"future-kind","x":1}"#,
-            r#"{"kind":"error","message":"no step"}"#,
-            r#"{"kind":"error","step":0,"failure":{"message":"m"}}"#,
         ] {
             assert_eq!(turn_end(same), format!(r#"{{"turn":2,"reason":{same}}}"#));
+        }
+        // Shapes the original refuses as malformed (B 11 and A.1 #9).
+        for bad in [
+            r#"{"turn":2,"reason":{"kind":"error","message":"no step"}}"#,
+            r#"{"turn":2,"reason":{"kind":"error","step":0,"failure":{"message":"m"}}}"#,
+            r#"{"turn":2,"reason":{"kind":"completed","extra":true}}"#,
+            r#"{"turn":2,"reason":null}"#,
+            r#"{"turn":2}"#,
+            r#"{"turn":2,"step":1,"reason":{"kind":"completed"}}"#,
+            r#"{"turn":2,"reason":{"kind":"aborted","extra":true}}"#,
+            r#"{"turn":2,"reason":{"kind":"disposed","extra":true}}"#,
+            r#"{"turn":2,"reason":{"kind":"error","step":-1,"message":"bad step"}}"#,
+            r#"{"turn":2,"reason":{"kind":"error","step":0,"message":"bad code","code":1}}"#,
+            r#"{"turn":0,"reason":{"kind":"completed"}}"#,
+            r#"{"turn":2,"reason":{"kind":1}}"#,
+        ] {
+            let err = convert_one(&format!(
+                r#"{{"type":"turn/end","seq":4,"time":0,"data":{bad}}}"#
+            ))
+            .unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "session \"s\" contains malformed pre-react-loop turn/end at seq 4",
+                "{bad}"
+            );
         }
         assert_eq!(
             turn_end(r#"{"kind":"aborted"}"#),
@@ -444,10 +576,23 @@ mod tests {
         .unwrap();
         assert_eq!(e.event_type, "user/message");
         assert_eq!(e.data.as_str(), r#"{"id":"m","role":"user"}"#);
-        // unknown shape: left alone (and later refused as an unknown type)
-        let e = convert_one(r#"{"type":"steering/message","seq":6,"time":0,"data":{"turn":1}}"#)
-            .unwrap();
-        assert_eq!(e.event_type, "steering/message");
+        // Any other shape is malformed (B 12).
+        for bad in [
+            r#"{"turn":1}"#,
+            "null",
+            r#"{"turn":1,"content":[],"source":{"kind":"user"},"extra":true}"#,
+            r#"{"content":[],"source":{"kind":"user"}}"#,
+        ] {
+            let err = convert_one(&format!(
+                r#"{{"type":"steering/message","seq":6,"time":0,"data":{bad}}}"#
+            ))
+            .unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "session \"s\" contains malformed pre-react-loop steering/message at seq 6",
+                "{bad}"
+            );
+        }
     }
 
     #[test]

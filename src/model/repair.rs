@@ -120,11 +120,18 @@ fn register_calls(e: &Event, pending: &mut Vec<Pending>) {
         }
         if let Some(id) = fields::string(id) {
             let step = step.get_or_insert_with(|| raw_field(e, "step")).clone();
-            pending.push(Pending {
+            let p = Pending {
                 id,
                 step,
                 call_seq: None,
-            });
+            };
+            // Pending calls are a map keyed by call id in the original: an id
+            // seen again keeps its place and takes the new entry
+            // (DIFFERENCES A.1 #1).
+            match pending.iter_mut().find(|q| q.id == p.id) {
+                Some(q) => *q = p,
+                None => pending.push(p),
+            }
         }
     }
 }
@@ -218,6 +225,31 @@ mod tests {
                 r#"{"type":"turn/end","seq":3,"time":-7,"data":{"turn":2,"reason":{"kind":"interrupted"}}}"#
             ]
         );
+    }
+
+    #[test]
+    fn a_call_id_seen_twice_gets_one_closer() {
+        // Two assistant messages of the open step carry the same call id:
+        // one TOOL_NOT_STARTED closer, as the original's map of pending
+        // calls gives (DIFFERENCES A.1 #1).
+        let msg = |seq: u64| {
+            ev(&format!(
+                r#"{{"type":"assistant/message","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"message":{{"content":[{{"type":"tool-call","id":"c1","name":"n"}}]}}}},"surfaceOp":"append"}}"#
+            ))
+        };
+        let log = [
+            ev(r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#),
+            ev(r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#),
+            msg(2),
+            msg(3),
+        ];
+        let c = closers(&log);
+        let l = lines(&c);
+        assert_eq!(c.len(), 3, "{l:?}");
+        assert!(l[0].contains(r#""id":"interrupted-tool-result-c1-4""#));
+        assert!(l[0].contains("TOOL_NOT_STARTED"));
+        assert_eq!(c[1].event_type, "step/end");
+        assert_eq!(c[2].event_type, "turn/end");
     }
 
     #[test]

@@ -321,6 +321,17 @@ impl SurfaceState {
         }
     }
 
+    /// The event type and data of the current surface node at `seq`.
+    pub fn node_at(&self, seq: u64) -> Option<(&'static str, &JsonText)> {
+        let n = self.nodes.iter().rev().find(|n| n.seq == seq)?;
+        let name = match n.kind {
+            NodeKind::User => "user/message",
+            NodeKind::Assistant => "assistant/message",
+            NodeKind::ToolResult => "tool/result",
+        };
+        Some((name, &n.data))
+    }
+
     /// The model-visible transcript of the current surface (see
     /// [`derive_messages`]).
     pub fn messages(&self) -> Vec<JsonText> {

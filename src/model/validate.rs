@@ -1,28 +1,31 @@
-//! Validation of a stored log when it is read (SPEC §1.8), and of host data
-//! before it is appended (§1.3).
+//! Validation of a stored log when it is read (SPEC §1.8), of every event
+//! before it is appended, and of host data (§1.3).
 //!
-//! Two levels, as in the original:
-//! - [`check_read`]: what every read applies, `read_from` included: refusal
-//!   of unsupported legacy records, refusal of unknown required types
-//!   (*format unsupported*), and the per-message shape checks. Failures are
-//!   plain corruption errors.
-//! - [`validate_session`]: what turning a stored log into a session applies
-//!   (load, inspect, prepare): all of the above, then the surface rules
-//!   (§1.5), the `request/header` shape check, and the strict turn/step
-//!   trace (§1.6) when asked. Failures are wrapped like the original's
-//!   `SessionPersistenceCorruptionError` (`stored session "<id>" failed
-//!   validation: Error: <cause>`); format refusals stay *format unsupported*.
+//! One rule set, as in the original's stored-event normalization:
+//! - [`read_from_view`] (every read, `read_from` included): the refusal of
+//!   unsupported legacy records, then per event the conversion of older
+//!   shapes (§1.9) and the per-message shape checks, then the refusal of
+//!   unknown required types (*format unsupported*). Failures are plain
+//!   corruption errors.
+//! - [`session_view`] (load, inspect, prepare): all of the above, then per
+//!   event the envelope, the surface rules (§1.5), the `request/header`
+//!   shape, and the strict turn/step trace (§1.6) when asked. Failures are
+//!   wrapped like the original's `SessionPersistenceCorruptionError`
+//!   (`stored session "<id>" failed validation: Error: <cause>`); format
+//!   refusals stay *format unsupported*.
+//! - [`LogState::check_append`] (store-level and live appends): the same
+//!   functions on the new events, continuing the state of the stored log, so
+//!   everything `append` acknowledges loads back, and nothing a load accepts
+//!   is refused. A failure is an invalid-argument error naming the session,
+//!   the event type, its seq and the rule.
 //!
-//! Events are expected to have been converted from older shapes first
-//! ([`super::legacy::convert_legacy`]); [`read_from_view`] and
-//! [`session_view`] run the whole pipeline the store needs. Chunk events
-//! cost one string comparison here.
+//! Chunk events cost one string comparison here.
 
 use super::event::Event;
 use super::fields;
 use super::invariants::TurnTrace;
 use super::json::{self, JsonText, Kind};
-use super::legacy::convert_legacy;
+use super::legacy::{convert_event, message_id_of, needs_conversion_check};
 use super::repair::closers;
 use super::surface::SurfaceState;
 use super::vocabulary::Vocabulary;
@@ -30,43 +33,86 @@ use crate::error::{Error, Result};
 
 const CHUNK: &str = "assistant/chunk";
 
-/// The checks every read applies (SPEC §1.8, "read_from"): for each event in
-/// order, the refusal of unsupported legacy records (corruption), the
-/// refusal of unknown non-ignorable types ([`Vocabulary::refusal`], format
-/// unsupported), and the per-message shape checks (corruption).
+/// The checks and conversions every read applies (SPEC §1.8, "read_from"),
+/// in the original's order: the refusal of unsupported legacy records over
+/// the whole log (corruption); per event, the conversion of older shapes
+/// (§1.9) and the message shape checks (corruption); then the refusal of
+/// unknown non-ignorable types ([`Vocabulary::refusal`], format unsupported).
 ///
 /// `raw_log` is the artifact path for backends that keep one file per
 /// session (appended to the unknown-type message).
-pub fn check_read(
+pub fn read_from_view(
     session_id: &str,
     raw_log: Option<&str>,
     vocab: &Vocabulary,
-    events: &[Event],
+    events: &mut [Event],
 ) -> Result<()> {
-    for e in events {
-        check_read_event(session_id, raw_log, vocab, e)?;
+    // One pass (a load walks 100k+ events, 98% chunks that no rule
+    // touches), with the original's precedence: a legacy refusal anywhere
+    // beats a conversion or shape failure, which beats an unknown type.
+    let mut failed: Option<String> = None;
+    let mut unknown: Option<usize> = None;
+    for i in 0..events.len() {
+        if events[i].type_str() == CHUNK {
+            continue;
+        }
+        if let Some(m) = legacy_refusal(session_id, &events[i]) {
+            return Err(Error::corruption(m));
+        }
+        if failed.is_some() {
+            continue;
+        }
+        let (head, rest) = events.split_at_mut(i);
+        let lookup = |seq: u64| {
+            head.iter()
+                .rev()
+                .find(|e| e.seq == seq)
+                .and_then(|e| message_id_of(e.type_str(), e.data.as_str()))
+        };
+        if let Err(m) = convert_and_check_shape(session_id, &lookup, &mut rest[0]) {
+            failed = Some(m);
+            continue;
+        }
+        if unknown.is_none() && unknown_type(vocab, &rest[0]).is_some() {
+            unknown = Some(i);
+        }
+    }
+    if let Some(m) = failed {
+        return Err(Error::corruption(m));
+    }
+    if let Some(i) = unknown {
+        let e = &events[i];
+        return Err(Vocabulary::refusal(
+            session_id,
+            e.type_str(),
+            e.seq,
+            raw_log,
+        ));
     }
     Ok(())
 }
 
-/// [`check_read`] for one event.
-pub fn check_read_event(
+/// Converts one event from an older shape (SPEC §1.9) and applies the
+/// message shape checks (§1.8) to the result. `inherited` gives the raw
+/// message id of an earlier event by seq (for a `tool/result` replacement).
+fn convert_and_check_shape(
     session_id: &str,
-    raw_log: Option<&str>,
-    vocab: &Vocabulary,
-    e: &Event,
-) -> Result<()> {
-    let name = e.type_str();
-    if name == CHUNK {
+    inherited: &dyn Fn(u64) -> Option<String>,
+    e: &mut Event,
+) -> std::result::Result<(), String> {
+    if needs_conversion_check(e.type_str()) {
+        convert_event(session_id, inherited, e)?;
+    }
+    if e.is_invalid_envelope() {
         return Ok(());
     }
-    if let Some(m) = legacy_refusal(session_id, e) {
-        return Err(Error::corruption(m));
-    }
-    if !e.ignorable && !vocab.knows(name) {
-        return Err(Vocabulary::refusal(session_id, name, e.seq, raw_log));
-    }
-    check_message_shape(e).map_err(Error::corruption)
+    check_message_shape(e)
+}
+
+/// The type name of `e` when it is unknown and not ignorable (SPEC §1.4).
+fn unknown_type<'e>(vocab: &Vocabulary, e: &'e Event) -> Option<&'e str> {
+    let name = e.type_str();
+    (name != CHUNK && !e.ignorable && !vocab.knows(name)).then_some(name)
 }
 
 /// The message of a removed legacy record this build refuses to read:
@@ -79,7 +125,7 @@ pub fn legacy_refusal(session_id: &str, e: &Event) -> Option<String> {
         "request/header"
             if fields::str_is(fields::field(e.data.as_str(), "reason"), "fallback") =>
         {
-            "request/header event with reason \"fallback\"".to_string()
+            "request/header reason \"fallback\"".to_string()
         }
         _ => return None,
     };
@@ -106,13 +152,15 @@ pub fn check_message_shape(e: &Event) -> Result<(), String> {
         _ => return Ok(()),
     };
     let at = |m: &str| format!("session event at seq {} message {m}", e.seq);
+    // The original's wording for a missing message or id.
+    let unidentified = || format!("session event at seq {} lacks an identified message", e.seq);
     let Some(message) = message.filter(|m| json::kind_of(m) == Some(Kind::Object)) else {
-        return Err(at("must be an object"));
+        return Err(unidentified());
     };
     let [id, role_v, source, content] =
         fields::pick(message, ["id", "role", "source", "content"]).unwrap_or_default();
     if !fields::is_nonempty_str(id) {
-        return Err(at("must have a non-empty string id"));
+        return Err(unidentified());
     }
     if !fields::str_is(role_v, role) {
         return Err(at(&format!("must have role {}", json::quote(role))));
@@ -172,22 +220,13 @@ pub fn check_message_shape(e: &Event) -> Result<(), String> {
 /// when present, is an object whose only keys are `reasoningEffort` and
 /// `maxTokens`, each `true`, each only when the config has that field.
 pub fn check_request_header(index: usize, e: &Event) -> Result<(), String> {
-    let config = fields::field(e.data.as_str(), "header")
+    let header =
+        fields::field(e.data.as_str(), "header").filter(|h| json::kind_of(h) == Some(Kind::Object));
+    let config = header
         .and_then(|h| fields::field(h, "config"))
         .filter(|c| json::kind_of(c) == Some(Kind::Object));
-    let [provider, model, effort, max_tokens, defaults] = config
-        .and_then(|c| {
-            fields::pick(
-                c,
-                [
-                    "provider",
-                    "model",
-                    "reasoningEffort",
-                    "maxTokens",
-                    "adapterDefaults",
-                ],
-            )
-        })
+    let [provider, model, effort, max_tokens] = config
+        .and_then(|c| fields::pick(c, ["provider", "model", "reasoningEffort", "maxTokens"]))
         .unwrap_or_default();
     if !fields::is_nonempty_str(provider) || !fields::is_nonempty_str(model) {
         return Err(format!(
@@ -196,15 +235,16 @@ pub fn check_request_header(index: usize, e: &Event) -> Result<(), String> {
     }
     if effort.is_some() && !fields::is_nonempty_str(effort) {
         return Err(format!(
-            "seed request/header at index {index} has a reasoningEffort that is not a non-empty string"
+            "seed request/header at index {index} has an invalid reasoningEffort"
         ));
     }
-    if let Some(d) = defaults {
-        let bad = || {
-            format!(
-                "seed request/header at index {index} has invalid adapterDefaults: only reasoningEffort and maxTokens, each true and each only when the config sets it"
-            )
-        };
+    // `data.header.adapterDefaults` (beside `config`, as the original
+    // reads it): only true markers for fields the config sets.
+    if let Some(d) = header.and_then(|h| fields::field(h, "adapterDefaults")) {
+        let bad = || format!("seed request/header at index {index} has invalid adapterDefaults");
+        if json::kind_of(d) != Some(Kind::Object) {
+            return Err(bad());
+        }
         let f = json::object_fields(d).map_err(|_| bad())?;
         for (k, v) in &f {
             let present = if k.eq_str("reasoningEffort") {
@@ -222,63 +262,57 @@ pub fn check_request_header(index: usize, e: &Event) -> Result<(), String> {
     Ok(())
 }
 
-/// Everything that turning a stored log into a session checks (load,
-/// inspect, prepare; SPEC §1.8): [`check_read`] over the whole log, then per
-/// event the surface rules (`invalid seed event at index N: …`), the
-/// `request/header` shape, and — when `strict` — the turn/step trace.
-///
-/// Failures other than format refusals are wrapped with
-/// [`Error::failed_validation`].
-pub fn validate_session(
-    session_id: &str,
-    raw_log: Option<&str>,
-    vocab: &Vocabulary,
-    strict: bool,
-    events: &[Event],
-) -> Result<()> {
-    let wrap = |e: Error| match e {
-        Error::Corruption {
-            message,
-            cause: None,
-        } => Error::failed_validation(session_id, message),
-        other => other,
-    };
-    check_read(session_id, raw_log, vocab, events).map_err(wrap)?;
-    let fail = |m: String| Error::failed_validation(session_id, m);
-    let mut surface = SurfaceState::new();
-    let mut trace = strict.then(TurnTrace::new);
-    for (i, e) in events.iter().enumerate() {
-        if e.type_str() != CHUNK || e.surface_op.is_some() || e.source_event_seqs.is_some() {
-            surface
-                .apply(e)
-                .map_err(|m| fail(format!("invalid seed event at index {i}: {m}")))?;
-            if e.type_str() == "request/header" {
-                check_request_header(i, e).map_err(fail)?;
-            }
+/// The per-event rules of turning a stored log into a session (SPEC §1.8),
+/// after [`read_from_view`]: a kept invalid envelope is refused, then the
+/// surface rules, the `request/header` shape, and the strict trace when
+/// `trace` is given. `index` is the event's place in the log. On error the
+/// states are unchanged; the message is the bare rule text with the index.
+fn session_rules(
+    surface: &mut SurfaceState,
+    trace: Option<&mut TurnTrace>,
+    index: usize,
+    e: &Event,
+) -> std::result::Result<(), String> {
+    if e.is_invalid_envelope() {
+        return Err(format!(
+            "seed event at index {index} has an invalid event envelope"
+        ));
+    }
+    if e.type_str() != CHUNK || e.surface_op.is_some() || e.source_event_seqs.is_some() {
+        surface
+            .apply(e)
+            .map_err(|m| format!("invalid seed event at index {index}: {m}"))?;
+        if e.type_str() == "request/header" {
+            check_request_header(index, e)?;
         }
-        if let Some(t) = trace.as_mut() {
-            t.check(e)
-                .map_err(|m| fail(format!("invalid seed event at index {i}: {m}")))?;
-        }
+    }
+    if let Some(t) = trace {
+        t.check(e)
+            .map_err(|m| format!("invalid seed event at index {index}: {m}"))?;
     }
     Ok(())
 }
 
-/// What `read_from` does to stored events before returning them: convert
-/// older shapes in place ([`convert_legacy`]), then [`check_read`].
-pub fn read_from_view(
-    session_id: &str,
-    raw_log: Option<&str>,
-    vocab: &Vocabulary,
-    events: &mut [Event],
-) -> Result<()> {
-    convert_legacy(session_id, events)?;
-    check_read(session_id, raw_log, vocab, events)
+/// Everything that turning a stored log into a session checks (load,
+/// inspect, prepare; SPEC §1.8) on events that went through
+/// [`read_from_view`]: per event, [`session_rules`].
+///
+/// Failures other than format refusals are wrapped with
+/// [`Error::failed_validation`].
+pub fn validate_session(session_id: &str, strict: bool, events: &[Event]) -> Result<()> {
+    let fail = |m: String| Error::failed_validation(session_id, m);
+    let mut surface = SurfaceState::new();
+    let mut trace = strict.then(TurnTrace::new);
+    for (i, e) in events.iter().enumerate() {
+        session_rules(&mut surface, trace.as_mut(), i, e).map_err(fail)?;
+    }
+    Ok(())
 }
 
-/// What `load` / `inspect` / `prepare` do to a stored log: convert older
-/// shapes in place ([`convert_legacy`]), [`validate_session`], and return the
-/// closers that balance it ([`closers`]; empty when the last turn is closed).
+/// What `load` / `inspect` / `prepare` do to a stored log:
+/// [`read_from_view`] (wrapped like a validation failure, format refusals
+/// kept), [`validate_session`], and the closers that balance it
+/// ([`closers`]; empty when the last turn is closed).
 pub fn session_view(
     session_id: &str,
     raw_log: Option<&str>,
@@ -286,9 +320,137 @@ pub fn session_view(
     strict: bool,
     events: &mut [Event],
 ) -> Result<Vec<Event>> {
-    convert_legacy(session_id, events)?;
-    validate_session(session_id, raw_log, vocab, strict, events)?;
+    read_from_view(session_id, raw_log, vocab, events).map_err(|e| match e {
+        Error::Corruption {
+            message,
+            cause: None,
+        } => Error::failed_validation(session_id, message),
+        other => other,
+    })?;
+    validate_session(session_id, strict, events)?;
     Ok(closers(events))
+}
+
+/// The fold of a log's rules up to its end, kept by the store (per cold
+/// session) and by a live session to judge the next appends with exactly
+/// the rules a load applies.
+#[derive(Clone, Debug, Default)]
+pub struct LogState {
+    surface: SurfaceState,
+    trace: TurnTrace,
+    len: usize,
+}
+
+impl LogState {
+    /// The state of an empty log.
+    pub fn new() -> Self {
+        LogState::default()
+    }
+
+    /// The state after `events`, a log that was already judged (as a load
+    /// converts it): folded, not judged again (a log written before strict
+    /// mode may not follow the strict trace).
+    pub fn fold(events: &[Event]) -> Self {
+        let mut st = LogState::new();
+        for e in events {
+            let _ = st.surface.apply(e);
+            let _ = st.trace.check(e);
+        }
+        st.len = events.len();
+        st
+    }
+
+    /// Whether a turn is open at the end of the log.
+    pub fn open_turn(&self) -> Option<i64> {
+        self.trace.open_turn()
+    }
+
+    /// Judges `batch` (whole events, in order, continuing this log) with the
+    /// rules a load applies to stored events ([`read_from_view`], then
+    /// [`session_rules`], the strict trace only when `strict`). On success
+    /// the state advances and the batch is returned as a load will see it
+    /// (older shapes converted); on failure the state is unchanged and the
+    /// error is an invalid argument naming the session, the event type, its
+    /// seq and the rule.
+    ///
+    /// `older_shapes`: whether an event in an older record shape (one a load
+    /// converts, SPEC §1.9) is taken; a live session refuses them, since its
+    /// in-memory log must equal what a load returns.
+    pub fn check_append(
+        &mut self,
+        session_id: &str,
+        vocab: &Vocabulary,
+        strict: bool,
+        older_shapes: bool,
+        batch: &[Event],
+    ) -> Result<Vec<Event>> {
+        let refuse = |e: &Event, m: &str| {
+            Error::invalid(format!(
+                "cannot append to session {}: event {} at seq {}: {m}",
+                json::quote(session_id),
+                json::quote(e.type_str()),
+                e.seq
+            ))
+        };
+        for e in batch {
+            if let Some(m) = legacy_refusal(session_id, e) {
+                return Err(refuse(e, &m));
+            }
+        }
+        let mut converted = batch.to_vec();
+        for i in 0..converted.len() {
+            if converted[i].type_str() == CHUNK {
+                continue;
+            }
+            let (head, rest) = converted.split_at_mut(i);
+            let surface = &self.surface;
+            let lookup = |seq: u64| match head.iter().rev().find(|e| e.seq == seq) {
+                Some(e) => message_id_of(e.type_str(), e.data.as_str()),
+                None => surface
+                    .node_at(seq)
+                    .and_then(|(name, data)| message_id_of(name, data.as_str())),
+            };
+            convert_and_check_shape(session_id, &lookup, &mut rest[0])
+                .map_err(|m| refuse(&batch[i], &m))?;
+        }
+        for (e, orig) in converted.iter().zip(batch) {
+            if !older_shapes && e != orig {
+                return Err(refuse(
+                    orig,
+                    "an older record shape that reads convert; a live session appends current shapes only",
+                ));
+            }
+            if let Some(name) = unknown_type(vocab, e) {
+                return Err(refuse(
+                    orig,
+                    &format!(
+                        "event type {} is unknown to this harness; mark it ignorable or register it with extraEventTypes",
+                        json::quote(name)
+                    ),
+                ));
+            }
+        }
+        // One event (a live append): the rules leave the states unchanged
+        // on error, so they run in place; a batch runs on copies.
+        let single = converted.len() == 1;
+        let mut surface_copy = (!single).then(|| self.surface.clone());
+        let mut trace = self.trace.clone();
+        let surface = surface_copy.as_mut().unwrap_or(&mut self.surface);
+        for (k, (e, orig)) in converted.iter().zip(batch).enumerate() {
+            session_rules(surface, strict.then_some(&mut trace), self.len + k, e)
+                .map_err(|m| refuse(orig, &m))?;
+            if !strict {
+                // Kept in step for `open_turn`, not judged.
+                let _ = trace.check(e);
+            }
+        }
+        if let Some(s) = surface_copy {
+            self.surface = s;
+        }
+        self.trace = trace;
+        self.len += batch.len();
+        Ok(converted)
+    }
 }
 
 /// Canonicalizes host-supplied `data` text for an event of `event_type`
@@ -333,6 +495,22 @@ mod tests {
         Vocabulary::default()
     }
 
+    fn check_read(id: &str, raw: Option<&str>, v: &Vocabulary, events: &[Event]) -> Result<()> {
+        let mut events = events.to_vec();
+        read_from_view(id, raw, v, &mut events)
+    }
+
+    fn validate_all(
+        id: &str,
+        raw: Option<&str>,
+        v: &Vocabulary,
+        strict: bool,
+        events: &[Event],
+    ) -> Result<()> {
+        let mut events = events.to_vec();
+        session_view(id, raw, v, strict, &mut events).map(|_| ())
+    }
+
     const USER: &str = r#"{"type":"user/message","seq":0,"time":0,"data":{"content":[],"source":{"kind":"user"},"role":"user","id":"u"},"surfaceOp":"append"}"#;
 
     fn assistant(seq: u64, message: &str) -> Event {
@@ -357,18 +535,18 @@ mod tests {
         let cases: Vec<(Event, &str)> = vec![
             (
                 assistant(1, "1"),
-                "session event at seq 1 message must be an object",
+                "session event at seq 1 lacks an identified message",
             ),
             (
                 ev(r#"{"type":"assistant/message","seq":1,"time":0,"data":{}}"#),
-                "message must be an object",
+                "lacks an identified message",
             ),
             (
                 assistant(
                     1,
                     &format!(r#"{{"id":"","role":"assistant","content":[],"source":{MODEL_SRC}}}"#),
                 ),
-                "session event at seq 1 message must have a non-empty string id",
+                "session event at seq 1 lacks an identified message",
             ),
             (
                 assistant(
@@ -494,7 +672,7 @@ mod tests {
             check_read("s", None, &vocab(), &[fb])
                 .unwrap_err()
                 .to_string(),
-            "session \"s\" contains unsupported legacy request/header event with reason \"fallback\" at seq 4"
+            "session \"s\" contains unsupported legacy request/header reason \"fallback\" at seq 4"
         );
         let unknown = ev(r#"{"type":"future/required-thing","seq":14,"time":0,"data":{}}"#);
         let err = check_read(
@@ -507,7 +685,7 @@ mod tests {
         assert_eq!(err.kind(), ErrorKind::FormatUnsupported);
         assert!(err.to_string().ends_with("(raw log: /r/x)"));
         // the same error from validate_session is not wrapped
-        let err = validate_session(
+        let err = validate_all(
             "unknown-required",
             None,
             &vocab(),
@@ -542,8 +720,7 @@ mod tests {
             "session event at seq 15 message must have model source"
         );
         assert_eq!(err.cause(), None);
-        let err =
-            validate_session("bad-assistant-source", None, &vocab(), false, &[bad]).unwrap_err();
+        let err = validate_all("bad-assistant-source", None, &vocab(), false, &[bad]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "stored session \"bad-assistant-source\" failed validation: Error: session event at seq 15 message must have model source"
@@ -560,19 +737,25 @@ mod tests {
             r#"{"type":"user/message","seq":0,"time":0,"data":{"content":[],"source":{"kind":"user"},"role":"user","id":"u"}}"#,
         );
         assert!(check_read("invalid-surface", None, &vocab(), std::slice::from_ref(&e)).is_ok());
-        let err = validate_session("invalid-surface", None, &vocab(), false, &[e]).unwrap_err();
+        let err = validate_all("invalid-surface", None, &vocab(), false, &[e]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "stored session \"invalid-surface\" failed validation: Error: invalid seed event at index 0: session event \"user/message\" is surface-eligible and requires a surfaceOp marker"
         );
         // chunks carrying surface fields are caught too
         let c = ev(r#"{"type":"assistant/chunk","seq":0,"time":0,"data":{},"surfaceOp":"append"}"#);
-        assert!(validate_session("s", None, &vocab(), false, &[c]).is_err());
+        assert!(validate_all("s", None, &vocab(), false, &[c]).is_err());
     }
 
     fn header(seq: u64, config: &str) -> Event {
+        // `config` may end with `|{adapterDefaults}` to set the header's
+        // adapterDefaults beside it.
+        let (config, defaults) = match config.split_once('|') {
+            Some((c, d)) => (c, format!(r#","adapterDefaults":{d}"#)),
+            None => (config, String::new()),
+        };
         ev(&format!(
-            r#"{{"type":"request/header","seq":{seq},"time":0,"data":{{"header":{{"config":{config}}},"reason":"change"}}}}"#
+            r#"{{"type":"request/header","seq":{seq},"time":0,"data":{{"header":{{"config":{config}{defaults}}},"reason":"change"}}}}"#
         ))
     }
 
@@ -580,7 +763,7 @@ mod tests {
     fn request_header_checks() {
         let ok = header(
             0,
-            r#"{"provider":"p","model":"m","reasoningEffort":"high","maxTokens":5,"adapterDefaults":{"reasoningEffort":true,"maxTokens":true}}"#,
+            r#"{"provider":"p","model":"m","reasoningEffort":"high","maxTokens":5}|{"reasoningEffort":true,"maxTokens":true}"#,
         );
         assert!(check_request_header(0, &ok).is_ok());
         let cases = [
@@ -591,26 +774,26 @@ mod tests {
             (r#"{"provider":"","model":"m"}"#, "lacks provider/model"),
             (
                 r#"{"provider":"p","model":"m","reasoningEffort":""}"#,
-                "reasoningEffort that is not a non-empty string",
+                "has an invalid reasoningEffort",
             ),
             (
                 r#"{"provider":"p","model":"m","reasoningEffort":1}"#,
-                "reasoningEffort that is not a non-empty string",
+                "has an invalid reasoningEffort",
             ),
             (
-                r#"{"provider":"p","model":"m","adapterDefaults":{"maxTokens":true}}"#,
+                r#"{"provider":"p","model":"m"}|{"maxTokens":true}"#,
                 "invalid adapterDefaults",
             ),
             (
-                r#"{"provider":"p","model":"m","maxTokens":3,"adapterDefaults":{"maxTokens":false}}"#,
+                r#"{"provider":"p","model":"m","maxTokens":3}|{"maxTokens":false}"#,
                 "invalid adapterDefaults",
             ),
             (
-                r#"{"provider":"p","model":"m","maxTokens":3,"adapterDefaults":{"other":true}}"#,
+                r#"{"provider":"p","model":"m","maxTokens":3}|{"other":true}"#,
                 "invalid adapterDefaults",
             ),
             (
-                r#"{"provider":"p","model":"m","adapterDefaults":[]}"#,
+                r#"{"provider":"p","model":"m"}|[]"#,
                 "invalid adapterDefaults",
             ),
         ];
@@ -632,7 +815,7 @@ mod tests {
         ];
         assert!(check_read("h", None, &vocab(), &events).is_ok());
         assert_eq!(
-            validate_session("h", None, &vocab(), false, &events)
+            validate_all("h", None, &vocab(), false, &events)
                 .unwrap_err()
                 .to_string(),
             "stored session \"h\" failed validation: Error: seed request/header at index 1 lacks provider/model"
@@ -642,10 +825,10 @@ mod tests {
     #[test]
     fn strict_trace_runs_only_when_asked() {
         let events = [ev(
-            r#"{"type":"turn/end","seq":0,"time":0,"data":{"turn":1}}"#,
+            r#"{"type":"turn/end","seq":0,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
         )];
-        assert!(validate_session("s", None, &vocab(), false, &events).is_ok());
-        let err = validate_session("s", None, &vocab(), true, &events).unwrap_err();
+        assert!(validate_all("s", None, &vocab(), false, &events).is_ok());
+        let err = validate_all("s", None, &vocab(), true, &events).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Corruption);
         assert!(err.to_string().contains(
             "invalid seed event at index 0: \"turn/end\" at seq 0 ends a turn but no turn is open"

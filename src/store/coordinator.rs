@@ -36,11 +36,9 @@ use crate::backend::{Backend, BackendKind, Expect, Location, RawArtifact, Revisi
 use crate::error::{Error, Result};
 use crate::model::event::Event;
 use crate::model::header::{SessionHeader, now_ms};
-use crate::model::invariants::TurnTrace;
 use crate::model::json::{self, quote};
 use crate::model::seed;
-use crate::model::surface::SurfaceState;
-use crate::model::validate::{check_lossless, read_from_view, session_view};
+use crate::model::validate::{LogState, check_lossless, read_from_view, session_view};
 use crate::model::vocabulary::Vocabulary;
 use crate::store::view::has_open_turn;
 
@@ -62,8 +60,8 @@ struct Tail {
     revision: Revision,
     next_seq: u64,
     header: SessionHeader,
-    surface: SurfaceState,
-    trace: TurnTrace,
+    /// The rules' fold over the stored log (as a load converts it).
+    rules: LogState,
 }
 
 pub(crate) struct Shared {
@@ -290,6 +288,22 @@ impl Store {
             .map_err(|e| Error::invalid(format!("events must be a JSON array of events: {e}")))?;
         let mut events = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
+            for key in ["seq", "time"] {
+                // `-0` reads as 0 but does not survive a JavaScript round
+                // trip: refused like in data (DIFFERENCES A.2 #22).
+                if let Some(v) = json::get_field(item, key)
+                    .filter(|v| json::as_f64(v).is_some_and(|f| f == 0.0 && f.is_sign_negative()))
+                {
+                    let ty = json::get_field(item, "type")
+                        .and_then(json::as_str)
+                        .map_or_else(String::new, |t| t.decode().into_owned());
+                    return Err(Error::invalid(format!(
+                        "event {} {key} is not losslessly JSON-serializable: number {} is negative zero",
+                        quote(&ty),
+                        v.trim()
+                    )));
+                }
+            }
             let mut e = Event::parse(item)
                 .map_err(|m| Error::invalid(format!("event at index {i}: {m}")))?;
             e.data = check_lossless(e.type_str(), e.data.as_str())?;
@@ -335,8 +349,7 @@ impl Store {
                     revision: Revision(String::new()),
                     next_seq: 0,
                     header,
-                    surface: SurfaceState::new(),
-                    trace: TurnTrace::new(),
+                    rules: LogState::new(),
                 },
                 None,
             ),
@@ -357,19 +370,18 @@ impl Store {
                 }
             }
         }
-        let strict = self.shared.config.strict;
         for (i, e) in events.iter().enumerate() {
             let want = tail.next_seq + i as u64;
             if e.seq != want {
                 return Err(Error::invalid(if i == 0 {
                     format!(
-                        "append to session {} must start at seq {want} (the stored next seq), got {}",
+                        "append seq mismatch for {}: expected {want} at index 0, got {}",
                         quote(id),
                         e.seq
                     )
                 } else {
                     format!(
-                        "append to session {}: seq gap at batch index {i} (expected {want}, got {})",
+                        "append seq mismatch for {}: expected {want} at index {i}, got {}",
                         quote(id),
                         e.seq
                     )
@@ -383,22 +395,18 @@ impl Store {
                     e.seq
                 )));
             }
-            if !e.ignorable && !self.shared.vocab.knows(name) {
-                return Err(Error::invalid(format!(
-                    "event type {} at seq {} is unknown to this harness; mark it ignorable or register it with extraEventTypes",
-                    quote(name),
-                    e.seq
-                )));
-            }
-            tail.surface.apply(e).map_err(|m| {
-                Error::invalid(format!("cannot append to session {}: {m}", quote(id)))
-            })?;
-            if strict {
-                tail.trace.check(e).map_err(|m| {
-                    Error::invalid(format!("cannot append to session {}: {m}", quote(id)))
-                })?;
-            }
         }
+        // The rules a load applies (one rule set, SPEC 1.8/1.9): what this
+        // acknowledges loads back; older shapes a load converts are taken.
+        let mut rules = tail.rules.clone();
+        rules.check_append(
+            id,
+            &self.shared.vocab,
+            self.shared.config.strict,
+            true,
+            &events,
+        )?;
+        tail.rules = rules;
         let revision = match adopt {
             // DIFFERENCES B 05, like the original: a cold append to a log
             // with a torn tail adopts it (under the writer lock): the torn
@@ -444,18 +452,11 @@ impl Store {
             }
         }
         let insp = self.inspection(id)?;
-        let mut surface = SurfaceState::new();
-        let mut trace = TurnTrace::new();
-        for e in &insp.stored.events {
-            let _ = surface.apply(e);
-            let _ = trace.check(e);
-        }
         let tail = Tail {
             revision: insp.stored.revision.clone(),
             next_seq: insp.stored.events.len() as u64,
             header: insp.stored.header.clone(),
-            surface,
-            trace,
+            rules: LogState::fold(&insp.stored.events),
         };
         Ok((tail, insp.stored.torn.is_some().then_some(insp)))
     }
@@ -525,6 +526,11 @@ impl Store {
 
     fn read_inspection(&self, id: &str) -> Result<Inspection> {
         let mut stored = self.shared.backend.read(id)?.ok_or_else(|| not_found(id))?;
+        if let Some(problem) = stored.header.problem() {
+            // A header line the original's readers accept but that fails
+            // validation: read_from serves it, a session is refused.
+            return Err(Error::failed_validation(id, problem.to_string()));
+        }
         let closers = session_view(
             id,
             stored.raw_log.as_deref(),

@@ -24,10 +24,9 @@ use crate::codec::chunk_rows::is_row_tag;
 use crate::error::{Error, Result};
 use crate::model::event::{Event, EventType};
 use crate::model::header::SessionHeader;
-use crate::model::invariants::TurnTrace;
 use crate::model::json::{self, JsonText};
-use crate::model::surface::{SurfaceState, derive_messages};
-use crate::model::validate::check_lossless;
+use crate::model::surface::derive_messages;
+use crate::model::validate::{LogState, check_lossless};
 use crate::model::vocabulary;
 
 /// Surface options of one append (SPEC §6.1 `append(type, data, options)`).
@@ -91,8 +90,8 @@ impl AppendOptions {
 
 struct LiveLog {
     events: Vec<Event>,
-    surface: SurfaceState,
-    trace: TurnTrace,
+    /// The rules' fold over `events` (SPEC 1.8/1.9, the same a load runs).
+    rules: LogState,
 }
 
 /// Writes a live session's batches to the backend.
@@ -160,26 +159,17 @@ impl LiveSession {
             Duration::from_millis(shared.config.write_batch_max_delay_ms),
             shared.scheduler.clone(),
         );
-        let mut surface = SurfaceState::new();
-        let mut trace = TurnTrace::new();
         // History and seeds were validated when read (or come from a live
         // session); they are folded, not judged again: a log written before
         // strict mode may not follow the strict trace.
-        for e in history.iter().chain(&seed) {
-            let _ = surface.apply(e);
-            let _ = trace.check(e);
-        }
         let mut events = history;
         events.extend(seed.iter().cloned());
+        let rules = LogState::fold(&events);
         let session = LiveSession {
             inner: Arc::new(LiveInner {
                 shared,
                 header,
-                log: RwLock::new(LiveLog {
-                    events,
-                    surface,
-                    trace,
-                }),
+                log: RwLock::new(LiveLog { events, rules }),
                 ctrl,
                 closing: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
@@ -276,23 +266,20 @@ impl LiveSession {
             event.source_event_seqs = Some(JsonText::from_trusted(text));
         }
         event.ignorable = options.ignorable;
-        let mut trace = log.trace.clone();
-        trace.check(&event).map_err(|m| {
-            Error::invalid(format!(
-                "cannot append to session {}: {m}",
-                json::quote(self.id())
-            ))
-        })?;
-        log.surface.apply(&event).map_err(|m| {
-            Error::invalid(format!(
-                "cannot append to session {}: {m}",
-                json::quote(self.id())
-            ))
-        })?;
+        // The rules a load applies (one rule set), with the strict trace
+        // that every live append keeps (SPEC 1.6). One event: the state is
+        // unchanged on error. (Should the queue refuse the event below, the
+        // session is closed and its state no longer matters.)
+        log.rules.check_append(
+            self.id(),
+            &self.inner.shared.vocab,
+            true,
+            false,
+            std::slice::from_ref(&event),
+        )?;
         // Queue first: a session closed meanwhile refuses the event, and it
         // must not appear in the in-memory log either.
         self.inner.ctrl.enqueue([event.clone()])?;
-        log.trace = trace;
         log.events.push(event);
         Ok(seq)
     }

@@ -26,6 +26,77 @@ function optionalText(value, name) {
 }
 
 /**
+ * Throws InvalidArgumentError unless `value` is a JSON value the library
+ * stores exactly, like the original's boundary: null, booleans, strings,
+ * finite numbers other than -0, BigInt (kept as its exact integer text),
+ * dense arrays and plain objects of those. `undefined`, functions, symbols,
+ * NaN/±Infinity, -0, Map/Set/Date and other class instances, and cycles are
+ * refused with "… not losslessly JSON-serializable …", naming `what` and the
+ * offending path.
+ */
+function assertJsonValue(value, what) {
+  const refuse = (path, reason) => {
+    throw new InvalidArgumentError(
+      Status.INVALID_ARGUMENT,
+      `${what} is not losslessly JSON-serializable because it contains non-JSON-serializable data: ${path} is ${reason}`,
+    );
+  };
+  const open = new Set();
+  const stack = [[value, '(value)', false]];
+  while (stack.length > 0) {
+    const [v, path, leave] = stack.pop();
+    if (leave) {
+      open.delete(v);
+      continue;
+    }
+    switch (typeof v) {
+      case 'string':
+      case 'boolean':
+      case 'bigint':
+        continue;
+      case 'number':
+        if (!Number.isFinite(v)) refuse(path, String(v));
+        if (Object.is(v, -0)) refuse(path, '-0');
+        continue;
+      case 'undefined':
+        refuse(path, 'undefined');
+        break;
+      case 'function':
+        refuse(path, 'a function');
+        break;
+      case 'symbol':
+        refuse(path, 'a symbol');
+        break;
+      default:
+        break;
+    }
+    if (v === null) continue;
+    if (open.has(v)) refuse(path, 'a cycle');
+    const proto = Object.getPrototypeOf(v);
+    if (Array.isArray(v)) {
+      if (proto !== Array.prototype) refuse(path, 'an array subclass');
+      open.add(v);
+      stack.push([v, path, true]);
+      for (let i = v.length - 1; i >= 0; i -= 1) {
+        if (!(i in v)) refuse(`${path}[${i}]`, 'a hole');
+        stack.push([v[i], `${path}[${i}]`, false]);
+      }
+      continue;
+    }
+    if (proto !== Object.prototype && proto !== null) {
+      refuse(path, `a ${v.constructor && v.constructor.name ? v.constructor.name : 'non-plain object'}`);
+    }
+    open.add(v);
+    stack.push([v, path, true]);
+    const keys = Object.keys(v);
+    for (let i = keys.length - 1; i >= 0; i -= 1) {
+      const k = keys[i];
+      stack.push([v[k], path === '(value)' ? k : `${path}.${k}`, false]);
+    }
+  }
+}
+
+/**
  * JSON text of a JS value for the library. Unlike plain JSON.stringify it
  * keeps what the core must judge or keep exactly:
  * - BigInt values are written as their exact integer literal;
@@ -57,11 +128,17 @@ function stringify(value, name) {
  * (`array: true`): a string is taken as JSON text as is; a value of the
  * right shape is serialized; anything else is a TypeError.
  */
-function jsonArg(value, name, { array }) {
+function jsonArg(value, name, { array, what } = {}) {
   if (typeof value === 'string') return text(value, name);
   const ok = array ? Array.isArray(value) : value !== null && typeof value === 'object' && !Array.isArray(value);
   if (!ok) {
     throw new TypeError(`${name} must be ${array ? 'an array' : 'an object'} or its JSON text, not ${typeName(value)}`);
+  }
+  if (what) {
+    for (const [i, item] of value.entries()) {
+      const type = item !== null && typeof item === 'object' && typeof item.type === 'string' ? item.type : '?';
+      assertJsonValue(item, `${what} (event ${JSON.stringify(type)} at index ${i})`);
+    }
   }
   return text(stringify(value, name), name);
 }
@@ -97,4 +174,4 @@ function seqResult(value) {
   return value;
 }
 
-module.exports = { text, optionalText, stringify, jsonArg, uint64, bool, typeName, seqResult };
+module.exports = { text, optionalText, stringify, jsonArg, assertJsonValue, uint64, bool, typeName, seqResult };

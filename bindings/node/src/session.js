@@ -49,6 +49,7 @@ class Session extends Handle {
    */
   append(type, data, options = {}) {
     if (data === undefined) throw new TypeError('data must be a JSON value, not undefined');
+    args.assertJsonValue(data, `event ${JSON.stringify(String(type))} data`);
     const seq = this.appendRaw(type, args.stringify(data, 'data'), options);
     if (typeof seq !== 'number') {
       throw new InvariantError(Status.INVARIANT, `the library returned seq ${seq}, beyond the safe integer range`);

@@ -38,7 +38,7 @@ class Store extends Handle {
   /** Appends whole events durably. `events` is an array of event objects or its JSON text. */
   append(id, events) {
     const sid = args.text(id, 'id');
-    const raw = args.jsonArg(events, 'events', { array: true });
+    const raw = args.jsonArg(events, 'events', { array: true, what: 'session event batch' });
     call(fns.dsh_store_append, this._ptr(), sid, raw);
   }
 

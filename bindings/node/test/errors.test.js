@@ -256,3 +256,39 @@ test('wrong argument types', () => {
     store.close();
   }
 });
+
+test('values outside JSON are refused at the boundary, naming the event type', () => {
+  const store = Store.open(h.configFor('jsonl', h.tempDir()));
+  try {
+    const cyclic = { a: 1 };
+    cyclic.self = cyclic;
+    const values = [undefined, () => 0, Symbol('s'), new Map([['k', 1]]), Infinity, NaN, -0, cyclic, new Date(0)];
+    for (const [i, value] of values.entries()) {
+      const id = `b${i}`;
+      store.create({ id });
+      assert.throws(
+        () => store.append(id, [{ type: 'todo/write', seq: 0, time: 1, data: { todos: [], extra: value } }]),
+        (e) => e instanceof dsh.InvalidArgumentError
+          && e.message.includes('not losslessly JSON-serializable')
+          && e.message.includes('"todo/write"'),
+        String(value),
+      );
+    }
+    // data itself a function
+    store.create({ id: 'fn' });
+    assert.throws(
+      () => store.append('fn', [{ type: 'turn/start', seq: 0, time: 1, data: () => 0 }]),
+      (e) => e instanceof dsh.InvalidArgumentError && e.message.includes('non-JSON-serializable'),
+    );
+    // a BigInt stays accepted as its exact integer text
+    store.create({ id: 'big' });
+    store.append('big', [{ type: 'todo/write', seq: 0, time: 1, data: { n: 12345678901234567890n } }]);
+    assert.ok(store.readFromRaw('big', 0).includes('12345678901234567890'));
+    const s = store.start({ id: 'live' });
+    assert.throws(() => s.append('turn/start', { turn: 1, f: () => 0 }),
+      (e) => e instanceof dsh.InvalidArgumentError && e.message.includes('"turn/start"'));
+    s.close();
+  } finally {
+    store.close();
+  }
+});

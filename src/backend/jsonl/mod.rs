@@ -93,11 +93,31 @@ impl std::fmt::Debug for JsonlBackend {
     }
 }
 
+/// An absolute path without `.` and `..` segments, resolved on the text
+/// (symlinks are not followed), as Node's `path.resolve` does.
+fn resolve_lexically(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
 impl JsonlBackend {
     /// Opens (and creates, mode 0700, if missing) a JSONL root.
     pub fn open(config: JsonlConfig) -> Result<JsonlBackend> {
         let root = std::path::absolute(&config.root)
             .map_err(|e| layout::io_err("cannot resolve root", &config.root, e))?;
+        // Resolved once, like Node's `path.resolve`: `.` and `..` segments
+        // are removed lexically (DIFFERENCES B 09).
+        let root = resolve_lexically(&root);
         if !root.is_dir() {
             use std::os::unix::fs::DirBuilderExt;
             std::fs::DirBuilder::new()
@@ -208,7 +228,13 @@ impl JsonlBackend {
             .and_then(|p| p.file_name())
             .and_then(|n| n.to_str())
             .unwrap_or("");
-        let want_session = escape_id(&header.id).unwrap_or_default();
+        let Ok(want_session) = escape_id(&header.id) else {
+            return Err(Error::corruption(format!(
+                "session artifact {}: header id {} cannot name a storage path",
+                quote(&path.display().to_string()),
+                quote(&header.id)
+            )));
+        };
         let want_project = project_dir_name(header.cwd.as_deref());
         if session == want_session && project == want_project {
             return Ok(());

@@ -28,7 +28,7 @@ use super::frames;
 use super::layout::{Compression, io_err};
 use super::revision::FileIdentity;
 use crate::backend::{TornTail, parallel};
-use crate::codec::chunk_rows::Record;
+use crate::codec::chunk_rows::{Record, StoredLineError};
 use crate::error::{Error, Result};
 use crate::model::event::Event;
 use crate::model::header::{HeaderSource, SESSION_FORMAT_VERSION, SessionHeader, version_refusal};
@@ -97,17 +97,21 @@ enum Cut {
     FrameLine { frame: usize, line_in_frame: usize },
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum BadKind {
     Unparsable,
-    Gap { expected: u64, got: u64 },
+    /// `got` as JavaScript prints the stored seq (`undefined` when absent).
+    Gap {
+        expected: u64,
+        got: Box<str>,
+    },
 }
 
 /// The first line that broke the rules (a torn tail unless a later line is a
 /// `turn/end`). `line` is the 1-based number of the record line, the header
 /// not counted (equivalently: the 0-based line index of the file), as the
 /// original reports it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Bad {
     line: u64,
     kind: BadKind,
@@ -121,7 +125,7 @@ impl Bad {
                 "corrupt session log: unparsable committed event at line {}",
                 self.line
             )),
-            BadKind::Gap { expected, got } => corrupt(format!(
+            BadKind::Gap { expected, ref got } => corrupt(format!(
                 "corrupt session log: seq gap in committed region at line {} (expected {expected}, got {got})",
                 self.line
             )),
@@ -132,7 +136,7 @@ impl Bad {
 /// One record line judged on its own, without its place in the log (this
 /// part of the work runs in parallel; [`Rules`] then applies the line rules
 /// in file order).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum LineKind {
     /// A record: its first seq, its member count, and whether it is a
     /// `turn/end` event.
@@ -141,10 +145,16 @@ enum LineKind {
         count: u64,
         turn_end: bool,
     },
+    /// JSON without a usable `seq` (a seq gap), and whether it is a
+    /// `turn/end`.
+    NoSeq {
+        got: Box<str>,
+        turn_end: bool,
+    },
     Unparsable,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct LineInfo {
     kind: LineKind,
     at: Cut,
@@ -188,12 +198,14 @@ impl Parsed {
     }
 
     fn line(&mut self, text: &[u8], at: Cut) {
-        let record = std::str::from_utf8(text)
-            .ok()
-            .and_then(|s| Record::parse_line(s).ok());
-        let kind = match record {
-            None => LineKind::Unparsable,
-            Some(r) => {
+        // Invalid UTF-8 decodes to U+FFFD, as the original's
+        // `buffer.toString("utf8")` does: the record is kept (DIFFERENCES
+        // A.1 #5), never cut as torn.
+        let text = String::from_utf8_lossy(text);
+        let kind = match Record::parse_stored_line(&text) {
+            Err(StoredLineError::Unparsable) => LineKind::Unparsable,
+            Err(StoredLineError::NoSeq { got, turn_end }) => LineKind::NoSeq { got, turn_end },
+            Ok(r) => {
                 let kind = LineKind::Record {
                     first_seq: r.first_seq(),
                     count: r.member_count(),
@@ -286,35 +298,44 @@ impl<'a> Rules<'a> {
     ) -> Result<()> {
         for info in &part.lines[range] {
             self.records += 1;
-            if let Some(bad) = self.bad {
-                if matches!(info.kind, LineKind::Record { turn_end: true, .. }) {
+            // The original's scan: after a bad line, only a later line that
+            // is (or holds) a `turn/end` matters; a gapped line that is
+            // itself a `turn/end` is committed corruption at once.
+            let turn_end = matches!(
+                info.kind,
+                LineKind::Record { turn_end: true, .. } | LineKind::NoSeq { turn_end: true, .. }
+            );
+            if let Some(bad) = &self.bad {
+                if turn_end {
                     return Err(bad.error());
                 }
                 continue;
             }
-            match info.kind {
-                LineKind::Unparsable => {
-                    self.bad = Some(Bad {
-                        line: self.records,
-                        kind: BadKind::Unparsable,
-                        at: info.at,
-                    })
-                }
-                LineKind::Record { first_seq, .. } if first_seq != self.expected => {
-                    self.bad = Some(Bad {
-                        line: self.records,
-                        kind: BadKind::Gap {
-                            expected: self.expected,
-                            got: first_seq,
-                        },
-                        at: info.at,
-                    })
-                }
+            let kind = match &info.kind {
+                LineKind::Unparsable => BadKind::Unparsable,
+                LineKind::NoSeq { got, .. } => BadKind::Gap {
+                    expected: self.expected,
+                    got: got.clone(),
+                },
+                LineKind::Record { first_seq, .. } if *first_seq != self.expected => BadKind::Gap {
+                    expected: self.expected,
+                    got: first_seq.to_string().into(),
+                },
                 LineKind::Record { count, .. } => {
                     self.expected += count;
                     *keep = info.events_end;
+                    continue;
                 }
+            };
+            let bad = Bad {
+                line: self.records,
+                kind,
+                at: info.at,
+            };
+            if turn_end && matches!(bad.kind, BadKind::Gap { .. }) {
+                return Err(bad.error());
             }
+            self.bad = Some(bad);
         }
         Ok(())
     }
@@ -352,23 +373,44 @@ impl<'a> Rules<'a> {
     }
 }
 
-/// Parses the header line, refusing a foreign version first.
+/// Parses the header line, refusing a foreign version first, as the
+/// original's readers do: a header line that passes its `isHeaderLine` is
+/// accepted with unknown keys ignored, and kept with its validation failure
+/// when full validation fails (`load`/`inspect` refuse it then).
 pub(crate) fn parse_header_line(text: &[u8], raw_log: &str) -> Result<SessionHeader> {
-    let Ok(s) = std::str::from_utf8(text) else {
-        return Err(corrupt(format!(
-            "corrupt session log: the header line of {raw_log} is not valid UTF-8"
-        )));
-    };
-    if let Some((id, version)) = SessionHeader::peek_id_version(s) {
-        if json::as_safe_int(&version) != Some(SESSION_FORMAT_VERSION) {
-            return Err(version_refusal(&id, &version, Some(raw_log)));
-        }
+    let s = String::from_utf8_lossy(text);
+    refuse_foreign_version(&s, Some(raw_log))?;
+    if json::object_fields(&s).is_err() && json::JsonText::parse_verbatim(&s).is_err() {
+        return Err(corrupt(
+            "corrupt session log: header line is not valid JSON",
+        ));
     }
-    SessionHeader::parse(s, HeaderSource::JsonlLine).map_err(|e| {
-        corrupt(format!(
-            "corrupt session log: line 1 of {raw_log} is not a valid session header: {e}"
-        ))
-    })
+    match SessionHeader::parse_line_lenient(&s) {
+        Ok(Some(h)) => Ok(h),
+        Ok(None) => Err(corrupt(
+            "corrupt session log: first line is not a session header",
+        )),
+        Err(e) => Err(corrupt(format!("corrupt session log: {e} ({raw_log})"))),
+    }
+}
+
+/// Refuses a header line of another format version before anything else
+/// about it is judged: a numeric `version` other than 0, naming the id as
+/// JavaScript prints it (a non-string id too).
+fn refuse_foreign_version(line: &str, raw_log: Option<&str>) -> Result<()> {
+    let Ok(fields) = json::object_fields(line) else {
+        return Ok(());
+    };
+    let get = |k: &str| fields.iter().find(|(n, _)| n.eq_str(k)).map(|(_, v)| *v);
+    let Some(version) = get("version").filter(|v| json::kind_of(v) == Some(json::Kind::Number))
+    else {
+        return Ok(());
+    };
+    if json::as_f64(version) == Some(SESSION_FORMAT_VERSION as f64) {
+        return Ok(());
+    }
+    let id = get("id").map_or_else(|| "undefined".to_string(), json::js_string_of);
+    Err(version_refusal(&id, version, raw_log))
 }
 
 /// Feeds the complete lines at the front of `buf` to `f`, then drains them.
@@ -458,10 +500,13 @@ struct Scanned {
     recovered_events: usize,
 }
 
+/// The first zstd frame must hold exactly one line, the header.
+pub(crate) fn header_frame_not_one_line() -> Error {
+    zstd_corrupt("first frame is not exactly one header line")
+}
+
 pub(crate) fn no_header(raw_log: &str) -> Error {
-    corrupt(format!(
-        "corrupt session log: {raw_log} has no complete header line"
-    ))
+    corrupt(format!("empty or header-less session log ({raw_log})"))
 }
 
 /// Reads up to `max` more bytes of `file` into `buf`; returns how many.
@@ -609,11 +654,14 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
     let mut rules = Rules::new(raw_log);
     // The header frame first: a foreign version is refused before anything
     // else about the file is judged.
-    let first = frames::first_frame(buf)?
-        .ok_or_else(|| zstd_corrupt(format!("{raw_log} has no complete header frame")))?;
+    let first = frames::first_frame(buf)?.ok_or_else(|| {
+        corrupt(format!(
+            "empty or header-less Zstandard session log ({raw_log})"
+        ))
+    })?;
     {
-        let mut part = rules.start(skip_below);
-        let mut k = 0usize;
+        let part = rules.start(skip_below);
+        let mut extra_lines = false;
         let end = dec.decode(
             &buf[first.start as usize..first.end as usize],
             &mut out,
@@ -622,18 +670,16 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
                     if rules.header.is_none() {
                         return rules.header_line(line);
                     }
-                    k += 1;
-                    part.line(
-                        line,
-                        Cut::FrameLine {
-                            frame: 0,
-                            line_in_frame: k,
-                        },
-                    );
+                    extra_lines = true;
                     Ok(())
                 })
             },
         )?;
+        if end == DecodeEnd::Finished && (extra_lines || rules.header.is_none() || !out.is_empty())
+        {
+            return Err(header_frame_not_one_line());
+        }
+        let mut part = part;
         part.frames.push(FrameEnd {
             lines_end: part.lines.len(),
             start: first.start,
@@ -672,6 +718,12 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
             parse_frames(&mut part, buf, rest, 1)?;
             rules.absorb(part)?;
         }
+    }
+    // The complete frames alone must end in a committed record: a bad line
+    // inside them is corruption even without a later `turn/end` (the
+    // original scans them first; only the cut-off last frame may be torn).
+    if rules.bad.is_some() {
+        return Err(zstd_corrupt("complete frame contains a torn JSONL record"));
     }
     let torn_index = scan.frames.len();
     let mut torn_lines = 0usize;
@@ -851,35 +903,45 @@ pub fn peek_header(
                     break buf;
                 }
             }
-            Compression::Zstd => match frames::first_frame(&buf) {
-                Err(_) => return Ok(None),
-                Ok(Some(f)) => {
+            // The first frame is judged as the original's list judges it:
+            // a frame that fails to decode, or holds more than the header
+            // line, fails the whole listing (DIFFERENCES A.1 #11, B 15).
+            Compression::Zstd => {
+                if let Some(f) = frames::first_frame(&buf)? {
                     let mut out = Vec::new();
                     let end = dec.decode(&buf[..f.end as usize], &mut out, |_| Ok(()))?;
                     if end != DecodeEnd::Finished {
-                        return Ok(None);
+                        let cause = match end {
+                            DecodeEnd::Failed(c) => c,
+                            _ => "the frame ended before its last block was decoded".into(),
+                        };
+                        return Err(Error::Corruption {
+                            message: format!(
+                                "corrupt Zstandard session log: the header frame of {} failed validation",
+                                path.display()
+                            ),
+                            cause: Some(cause),
+                        });
                     }
                     match memchr::memchr(b'\n', &out) {
-                        Some(nl) => {
+                        Some(nl) if nl + 1 == out.len() => {
                             out.truncate(nl);
                             break out;
                         }
+                        Some(_) => return Err(header_frame_not_one_line()),
                         None => return Ok(None),
                     }
                 }
-                Ok(None) => {}
-            },
+            }
         }
         if eof {
             return Ok(None);
         }
         chunk = (chunk * 2).min(1 << 20);
     };
-    let Ok(s) = std::str::from_utf8(&line) else {
-        return Ok(None);
-    };
-    Ok(SessionHeader::parse_any_version(s, HeaderSource::JsonlLine)
-        .ok()
+    let s = String::from_utf8_lossy(&line);
+    Ok(SessionHeader::parse_line_lenient(&s)
+        .map_err(|e| corrupt(format!("corrupt session log: {e} ({})", path.display())))?
         .map(|h| (h, identity)))
 }
 

@@ -665,7 +665,10 @@ mod tests {
         // No newline, and a header longer than the bound.
         let p = temp_file("open.jsonl", b"{\"type\":\"session\"");
         let e = read_header(&p, Compression::None).unwrap_err();
-        assert!(e.to_string().contains("no complete header line"), "{e}");
+        assert!(
+            e.to_string().contains("empty or header-less session log"),
+            "{e}"
+        );
         let long = "x".repeat(300);
         let p = temp_file("long.jsonl", long.as_bytes());
         let e = read_header_within(&p, Compression::None, 100).unwrap_err();

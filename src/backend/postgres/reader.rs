@@ -67,6 +67,7 @@ pub fn session_from_row(r: &postgres::Row) -> std::result::Result<SessionRow, Fa
             delegation_depth,
             agent_preset: r.try_get(8)?,
             id,
+            invalid: None,
         },
         version,
         incarnation: r.try_get(9)?,

@@ -108,13 +108,43 @@ pub struct EncodedRow {
 /// `data` as TEXT, or as a zstd BLOB when that is smaller (SPEC §4.2).
 pub fn encode_data(text: &str) -> Value {
     if text.len() >= COMPRESS_MIN_BYTES {
-        if let Ok(blob) = zstd::bulk::compress(text.as_bytes(), COMPRESSION_LEVEL) {
+        if let Some(blob) = compress_like_node(text.as_bytes()) {
             if blob.len() < text.len() {
                 return Value::Blob(blob);
             }
         }
     }
     Value::Text(text.to_string())
+}
+
+/// Output chunk of Node's `zlib.zstdCompressSync` (`Z_DEFAULT_CHUNK`).
+const NODE_OUT_CHUNK: usize = 16 * 1024;
+
+/// The bytes the original's `zstdCompressSync(bytes, {params: {level 3}})`
+/// writes: one `ZSTD_compressStream2` call per 16 KiB output chunk with
+/// `ZSTD_e_end` and the whole input, repeated while a call fills its chunk.
+/// One-shot compression gives other bytes for large inputs (over about
+/// 1 MiB the internal buffering differs; DIFFERENCES A.2 #21), so this
+/// replays Node's loop exactly, including its one quirk: a frame that ends
+/// exactly at a chunk boundary is followed by an empty frame.
+fn compress_like_node(input: &[u8]) -> Option<Vec<u8>> {
+    use zstd::zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer, zstd_sys::ZSTD_EndDirective};
+    let mut cctx = CCtx::create();
+    cctx.set_parameter(CParameter::CompressionLevel(COMPRESSION_LEVEL))
+        .ok()?;
+    let mut out = Vec::with_capacity(input.len() / 4 + NODE_OUT_CHUNK);
+    let mut inb = InBuffer::around(input);
+    let mut chunk = vec![0u8; NODE_OUT_CHUNK];
+    loop {
+        let mut ob = OutBuffer::around(&mut chunk[..]);
+        cctx.compress_stream2(&mut ob, &mut inb, ZSTD_EndDirective::ZSTD_e_end)
+            .ok()?;
+        let n = ob.pos();
+        out.extend_from_slice(&chunk[..n]);
+        if n < NODE_OUT_CHUNK {
+            return Some(out);
+        }
+    }
 }
 
 thread_local! {
@@ -281,12 +311,74 @@ pub fn decode_row_ref(row: &StoredRow) -> Result<Record, String> {
         surface_op,
         ignorable,
         key_order: KeyOrder::LIVE,
+        invalid: None,
     }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The 17th input of a generator run through Node v24.22.3 (the
+    /// original's runtime, libzstd 1.5.7): xorshift32 from 2463534242;
+    /// per input c, n = 1,000,000 + r % 1,500,000 characters, a pattern of
+    /// `[31,13,64,1000,4096,7][c % 6]` characters drawn from `ALPH`, every
+    /// character replaced by `X` when `r % 100 == 0` (`c % 3 == 1`) or
+    /// `r % 1000 == 0` (`c % 3 == 2`).
+    fn node_reference_input(index: usize) -> String {
+        const ALPH: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789 ";
+        let mut x: u32 = 2463534242;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mut out = String::new();
+        for c in 0..=index {
+            let n = 1_000_000 + (rnd() % 1_500_000) as usize;
+            let period = [31usize, 13, 64, 1000, 4096, 7][c % 6];
+            let pat: Vec<u8> = (0..period)
+                .map(|_| ALPH[(rnd() % ALPH.len() as u32) as usize])
+                .collect();
+            let noise = c % 3;
+            out = (0..n)
+                .map(|k| {
+                    if noise != 0 && rnd() % if noise == 1 { 100 } else { 1000 } == 0 {
+                        'X'
+                    } else {
+                        pat[k % period] as char
+                    }
+                })
+                .collect();
+        }
+        out
+    }
+
+    #[test]
+    fn large_blobs_have_the_bytes_of_the_originals_zstd_compress_sync() {
+        use sha2::{Digest, Sha256};
+        let text = node_reference_input(16);
+        assert_eq!(text.len(), 2_400_608);
+        let Value::Blob(blob) = encode_data(&text) else {
+            panic!("not compressed")
+        };
+        // `zlib.zstdCompressSync(text, {params: {level: 3}})` in Node
+        // v24.22.3: 59,732 bytes.
+        assert_eq!(blob.len(), 59_732);
+        let sha: String = Sha256::digest(&blob)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            sha,
+            "ab7857fc0e8a302cfaa02d4b866f8d993b7c865061bcd0072a8abb4a689e8622"
+        );
+        // One-shot compression gives other bytes for this input: the reason
+        // Node's streaming loop is replayed.
+        assert_ne!(zstd::bulk::compress(text.as_bytes(), 3).unwrap(), blob);
+        assert_eq!(zstd::decode_all(&blob[..]).unwrap(), text.as_bytes());
+    }
 
     fn stored(enc: &EncodedRow) -> StoredRow {
         StoredRow {

@@ -83,6 +83,7 @@ fn header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHeader, In
         delegation_depth,
         agent_preset: r.get(8)?,
         id,
+        invalid: None,
     };
     Ok((header, invalid))
 }
@@ -205,6 +206,7 @@ fn plain_header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHead
         origin: None,
         delegation_depth: None,
         agent_preset: None,
+        invalid: None,
     };
     Ok((header, invalid))
 }
