@@ -36,7 +36,9 @@ use super::frames;
 use super::layout::{
     self, Compression, escape_id, flat_layout_error, io_err, wrong_encoding_error,
 };
-use super::reader::{frame_failed, no_header, parse_header_line, zstd_corrupt};
+use super::reader::{
+    frame_failed, header_frame_not_one_line, no_header, parse_header_line, zstd_corrupt,
+};
 use crate::backend::scan::{Finding, FindingKind, ScannedSession, StoreScan};
 use crate::backend::writer_lock::LOCK_DIR_NAME;
 use crate::error::{Error, Result};
@@ -235,19 +237,24 @@ fn read_header_within(path: &Path, compression: Compression, max: usize) -> Resu
             Compression::Zstd => {
                 if let Some(frame) = frames::first_frame(&buf)? {
                     // Keep the first line; decode the rest of the frame
-                    // only to check it (and its checksum).
+                    // only to check it (and its checksum): like the read
+                    // path, the frame must hold exactly the header line.
                     let mut first: Option<Vec<u8>> = None;
+                    let mut extra = false;
                     let mut out = Vec::new();
                     let mut dec = FrameDecoder::new();
                     let sink = |out: &mut Vec<u8>| {
                         if first.is_none() {
                             if let Some(nl) = memchr::memchr(b'\n', out) {
                                 first = Some(out[..nl].to_vec());
+                                extra |= nl + 1 < out.len();
                             } else if out.len() > max {
                                 return Err(header_too_long(compression, &raw_log, max));
                             } else {
                                 return Ok(());
                             }
+                        } else {
+                            extra |= !out.is_empty();
                         }
                         out.clear();
                         Ok(())
@@ -263,8 +270,9 @@ fn read_header_within(path: &Path, compression: Compression, max: usize) -> Resu
                         }
                     }
                     return match first {
+                        Some(_) if extra || !out.is_empty() => Err(header_frame_not_one_line()),
                         Some(line) => parse_header_line(&line, &raw_log),
-                        None => Err(no_header(&raw_log)),
+                        None => Err(header_frame_not_one_line()),
                     };
                 }
                 if n == 0 {
@@ -669,6 +677,23 @@ mod tests {
             e.to_string().contains("empty or header-less session log"),
             "{e}"
         );
+        // A header frame holding more than the header line, or a header
+        // line without its newline: corruption, as the read path says.
+        let mut two = header_text(0);
+        two.push_str("{\"type\":\"turn/start\"}\n");
+        for (name, text) in [
+            ("two.zstd", two),
+            ("nonl.zstd", header_text(0).trim_end().to_string()),
+        ] {
+            let p = temp_file(name, &encode_frame(text.as_bytes()).unwrap());
+            let e = read_header(&p, Compression::Zstd).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corruption, "{name}: {e}");
+            assert!(
+                e.to_string()
+                    .contains("first frame is not exactly one header line"),
+                "{name}: {e}"
+            );
+        }
         let long = "x".repeat(300);
         let p = temp_file("long.jsonl", long.as_bytes());
         let e = read_header_within(&p, Compression::None, 100).unwrap_err();
