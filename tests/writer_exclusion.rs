@@ -811,3 +811,52 @@ fn the_create_race_across_cwds_has_one_winner() {
         );
     }
 }
+
+/// The slow loser of the create race: both handles `create` the id (each
+/// finds it free), one materializes it and releases its lock, then the
+/// other's first append takes the lock and finds the id stored. It gets
+/// the same refusal as a creation of a stored id, on every backend (JSONL:
+/// though the two cwds name two project directories).
+#[test]
+fn a_creator_that_comes_second_is_told_the_id_exists() {
+    if !parent() {
+        return;
+    }
+    for kind in Kind::all("a_creator_that_comes_second_is_told_the_id_exists") {
+        let dir = TempDir::new(&format!("excl-late-{}", kind.name()));
+        let location = kind.location(&dir);
+        let (a, b) = (kind.open(&location), kind.open(&location));
+        let mut ha = SessionHeader::new("late", 7);
+        ha.cwd = Some("/A".into());
+        let mut hb = SessionHeader::new("late", 7);
+        hb.cwd = Some("/B".into());
+        a.create(ha).unwrap();
+        b.create(hb).unwrap();
+        b.append_json("late", &turn_json(0, 1, "B")).unwrap();
+        let e = a
+            .append_json("late", &turn_json(0, 1, "A"))
+            .expect_err("the second creator");
+        assert_eq!(e.kind(), ErrorKind::Conflict, "{}: {e}", kind.name());
+        assert_eq!(
+            e.code(),
+            Some("SESSION_ALREADY_EXISTS"),
+            "{}: {e}",
+            kind.name()
+        );
+        assert_eq!(
+            e.to_string(),
+            "session \"late\" already exists",
+            "{}",
+            kind.name()
+        );
+        let log = a.load("late").unwrap();
+        assert_eq!(
+            tags_of(&log.events),
+            ["B"],
+            "{}: the winner's log",
+            kind.name()
+        );
+        a.close().unwrap();
+        b.close().unwrap();
+    }
+}

@@ -339,7 +339,17 @@ impl Store {
         // The writer lock for the call (an empty append writes nothing).
         let _writer = match (&created, events.is_empty()) {
             (_, true) => None,
-            (Some(_), false) => Some(self.lock_to_create(id)?),
+            (Some(_), false) => {
+                let writer = self.lock_to_create(id)?;
+                // Another writer may have created and released the id
+                // since `create` found it free: the same refusal as a
+                // creation that finds it stored (SESSION_ALREADY_EXISTS),
+                // whichever backend and project directory it went to.
+                if self.shared.backend.revision(id)?.is_some() {
+                    return Err(already_exists(id));
+                }
+                Some(writer)
+            }
             (None, false) => Some(self.shared.backend.lock_writer(id)?),
         };
         let is_new = created.is_some();
