@@ -118,6 +118,22 @@ if [ -z "$native_static" ]; then
     echo "package.sh: rustc printed no native-static-libs" >&2
     exit 1
 fi
+# rustc's list is that of an empty crate: the libraries the crate's own
+# dependencies link dynamically (openssl-sys, for PostgreSQL's TLS: libssl,
+# libcrypto) are the shared library's NEEDED entries it lacks; a static link
+# needs them too, in that order, before the system libraries.
+extra_static=""
+for needed in $(objdump -p "$stage/libdsh_persist.so" | awk '$1 == "NEEDED" { print $2 }'); do
+    name="${needed#lib}"
+    name="${name%%.so*}"
+    case "$name" in ld-linux*) continue ;; esac
+    case " $native_static $extra_static " in
+        *" -l$name "*) ;;
+        *) extra_static="$extra_static -l$name" ;;
+    esac
+done
+native_static="${extra_static# } $native_static"
+native_static="${native_static# }"
 
 # -- C install tree ------------------------------------------------------------
 step "C install tree in ${destdir}${prefix}"
