@@ -118,10 +118,10 @@ if [ -z "$native_static" ]; then
     echo "package.sh: rustc printed no native-static-libs" >&2
     exit 1
 fi
-# rustc's list is that of an empty crate: the libraries the crate's own
-# dependencies link dynamically (openssl-sys, for PostgreSQL's TLS: libssl,
-# libcrypto) are the shared library's NEEDED entries it lacks; a static link
-# needs them too, in that order, before the system libraries.
+# rustc's list is that of an empty crate: any library the crate's own
+# dependencies link dynamically would be a NEEDED entry of the shared
+# library that the list lacks (today there is none: TLS is rustls, built
+# in); a static link would need it too, before the system libraries.
 extra_static=""
 for needed in $(objdump -p "$stage/libdsh_persist.so" | awk '$1 == "NEEDED" { print $2 }'); do
     name="${needed#lib}"

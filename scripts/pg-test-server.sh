@@ -65,7 +65,14 @@ start() {
     bin=$(pg_bindir)
     [ -n "$bin" ] || { echo "pg-test-server: postgresql installed but no initdb found" >&2; exit 1; }
   fi
-  command -v openssl >/dev/null || { echo "pg-test-server: openssl is needed for the test certificate" >&2; exit 1; }
+  if ! command -v openssl >/dev/null; then
+    if [ "$(id -u)" -eq 0 ]; then
+      echo "pg-test-server: installing Debian's openssl tool (for the test certificate)" >&2
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >&2
+    else
+      echo "pg-test-server: openssl is needed for the test certificate" >&2; exit 1
+    fi
+  fi
 
   mkdir -p "$dir"
   if [ -n "$(ls -A "$dir")" ]; then

@@ -6,26 +6,12 @@
 # would. Builds once in release mode and reuses that build everywhere.
 # Installs what the tests need on a new machine: pytest in a venv
 # (target/test-venv), the Node dev dependencies (bindings/node), the
-# packaging tools in target/package-venv, PostgreSQL and the OpenSSL headers
-# from the distribution's packages. Needs ../shared beside the checkout.
+# packaging tools in target/package-venv, PostgreSQL (and the openssl tool
+# for its test certificate) from the distribution's packages. Needs ../shared beside the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s  (%ss)\n' "$*" "$SECONDS"; }
-
-# The TLS library the PostgreSQL backend links (native-tls: OpenSSL on
-# Linux) needs its headers to build; Debian's image has them, a bare
-# machine gets them here.
-if ! pkg-config --exists openssl 2>/dev/null; then
-  if [ "$(id -u)" -eq 0 ]; then
-    step "Installing libssl-dev and pkg-config (for the PostgreSQL backend's TLS)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libssl-dev pkg-config
-  else
-    echo "OpenSSL headers missing: install libssl-dev and pkg-config" >&2
-    exit 1
-  fi
-fi
 
 # A PostgreSQL server for the PostgreSQL tests (contract, fixtures, crash,
 # exclusion, CLI), installed if missing, run by an unprivileged user on a

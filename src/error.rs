@@ -58,7 +58,7 @@ pub enum Error {
     /// The store or session was closed.
     #[error("{0}")]
     Closed(String),
-    /// An internal rule was broken (a bug, or a poisoned store after a panic).
+    /// An internal rule was broken (a bug).
     #[error("{0}")]
     Invariant(String),
     /// The operation does not exist for this backend (e.g. `read_raw` on SQLite).

@@ -248,3 +248,27 @@ pub fn set_len(file: &File, len: u64) -> io::Result<()> {
     check(Op::Truncate)?;
     file.set_len(len)
 }
+
+/// `linkat(dir, from, dir, to)`: [`hard_link`] inside one opened directory.
+#[inline]
+pub fn link_at(dir: &std::os::fd::OwnedFd, from: &str, to: &str) -> io::Result<()> {
+    check(Op::Link)?;
+    Ok(rustix::fs::linkat(
+        dir,
+        from,
+        dir,
+        to,
+        rustix::fs::AtFlags::empty(),
+    )?)
+}
+
+/// `unlinkat(dir, name)`: [`remove_file`] inside one opened directory.
+#[inline]
+pub fn unlink_at(dir: &std::os::fd::OwnedFd, name: &str) -> io::Result<()> {
+    check(Op::Unlink)?;
+    Ok(rustix::fs::unlinkat(
+        dir,
+        name,
+        rustix::fs::AtFlags::empty(),
+    )?)
+}

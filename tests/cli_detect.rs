@@ -264,14 +264,13 @@ fn convert_to_detects_an_existing_target_and_refuses_a_new_one() {
     assert!(r.error().1.contains("--to-jsonl"), "{}", r.stderr);
     assert_eq!(std::fs::read_dir(&empty_root).unwrap().count(), 0);
 
-    // An existing (empty) session database is detected and filled.
+    // An existing (empty, initialised) session database is detected and
+    // filled. (A store opened and closed unused creates no file.)
     let db = tmp.path().join("sessions.db");
-    Store::open(StoreConfig::with_backend(
-        dsh_persist::store::BackendConfig::Sqlite(SqliteConfig::new(db.to_str().unwrap())),
-    ))
-    .unwrap()
-    .close()
-    .unwrap();
+    dsh_persist::backend::sqlite::SqliteBackend::open(&SqliteConfig::new(db.to_str().unwrap()))
+        .unwrap()
+        .initialise()
+        .unwrap();
     let r = run([
         "--json",
         "convert",

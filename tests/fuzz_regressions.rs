@@ -85,3 +85,38 @@ fn packing_events_with_extreme_times() {
         }
     }
 }
+
+/// c_abi (smoke fuzz): a session handle closed twice answered
+/// `DSH_INVALID_ARGUMENT` instead of `DSH_CLOSED` once more than 4,096
+/// handles had been closed: evicting an old closed entry removed the newer
+/// closed entry of a reused address. Fixed with a generation per entry
+/// (`src/ffi/handles.rs`). The input starts, appends to and closes
+/// sessions; run after about 5,000 closes so the eviction happens.
+#[test]
+fn c_abi_second_close_after_many_closes() {
+    let input = [
+        0x07, 0x7b, 0x22, 0x69, 0x64, 0x22, 0x3a, 0x22, 0x73, 0x22, 0x7d, 0x00, 0x0a, 0x7b, 0x22,
+        0x74, 0x00, 0x0d, 0x00, 0x08, 0x73, 0x00, 0x09, 0x7b, 0x22, 0x69, 0x64, 0x22, 0x3a, 0x22,
+        0x63, 0x22, 0x7d,
+    ];
+    let churn = [
+        0x07, b'{', b'"', b'i', b'd', b'"', b':', b'"', b'x', b'"', b'}', 0x00, 0x0d,
+    ];
+    for _ in 0..1_000 {
+        targets::c_abi(&churn);
+    }
+    targets::c_abi(&input);
+}
+
+/// The bounds hold in the whole-store target too: a raw log whose second
+/// line is longer than the target's 4 MiB record limit is refused, not read.
+#[test]
+fn store_files_giant_line_is_refused() {
+    let mut input = vec![1u8, 0, 0];
+    input.extend_from_slice(
+        br#"{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}"#,
+    );
+    input.push(b'\n');
+    input.extend(std::iter::repeat_n(b'a', 5 << 20));
+    targets::store_files(&input);
+}

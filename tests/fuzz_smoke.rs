@@ -136,11 +136,12 @@ fn smoke_fuzz_every_target() {
             run(s);
         }
         let mut rng = Rng(0x5EED ^ name.len() as u64);
-        // The whole-file reader writes a file per input: fewer rounds.
-        let rounds = if *name == "jsonl_log" {
-            iters / 10
-        } else {
-            iters
+        // The whole-file reader writes a file per input, the ABI and whole
+        // store targets a store per input: fewer rounds.
+        let rounds = match *name {
+            "jsonl_log" => iters / 10,
+            "c_abi" | "store_files" => iters / 30,
+            _ => iters,
         };
         for i in 0..rounds {
             let a = &corpus[rng.below(corpus.len())];

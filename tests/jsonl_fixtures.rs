@@ -41,6 +41,7 @@ fn open_root(entry: &Value, path: &Path) -> JsonlBackend {
             _ => Compression::None,
         },
         pack_chunks: entry["packChunks"].as_bool().unwrap(),
+        limits: Default::default(),
     })
     .unwrap()
 }

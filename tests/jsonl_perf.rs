@@ -35,6 +35,7 @@ fn cold_load_of_the_benchmark_workload() {
             root: tmp.path().to_path_buf(),
             compression,
             pack_chunks: true,
+            limits: Default::default(),
         };
         let be = JsonlBackend::open(cfg.clone()).unwrap();
         let header = SessionHeader::new("bench", 1);

@@ -19,6 +19,7 @@ fn backend(root: &Path, compression: Compression) -> JsonlBackend {
         root: root.to_path_buf(),
         compression,
         pack_chunks: true,
+        limits: Default::default(),
     })
     .unwrap()
 }

@@ -21,6 +21,7 @@ fn backend(root: &Path, compression: Compression, pack_chunks: bool) -> JsonlBac
         root: root.to_path_buf(),
         compression,
         pack_chunks,
+        limits: Default::default(),
     })
     .unwrap()
 }

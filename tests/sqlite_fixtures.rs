@@ -55,7 +55,7 @@ fn check_root(root: &str, legacy: bool) {
         assert!(rev.0.starts_with("file:"), "{}", rev.0);
         assert!(
             rev.0
-                .contains(&format!(":store:{}:incarnation:", b.store_id()))
+                .contains(&format!(":store:{}:incarnation:", b.store_id().unwrap()))
         );
     }
 

@@ -47,17 +47,20 @@ fn pragma(conn: &rusqlite::Connection, name: &str) -> String {
 }
 
 #[test]
-fn pristine_file_is_created_0600_and_initialised() {
+fn pristine_file_is_created_0600_and_initialised_at_the_first_write() {
     let tmp = TempDir::new("open-new");
     let path = tmp.path().join("sessions.db");
     let b = SqliteBackend::open(&config(&path)).unwrap();
-    assert_eq!(mode(&path), 0o600);
-    let store_id = b.store_id().to_string();
-    assert_eq!(store_id.len(), 36);
-    // create writes nothing: only an append materializes a session.
+    // Nothing exists until the first write (B 07); reads create nothing.
     assert!(b.list().unwrap().is_empty());
+    assert!(b.read("s").unwrap().is_none());
+    assert!(!path.exists(), "a read created the database");
+    assert_eq!(b.store_id(), None);
     b.append(&SessionHeader::new("s", 5), &tiny_batch(), Expect::New)
         .unwrap();
+    assert_eq!(mode(&path), 0o600);
+    let store_id = b.store_id().unwrap();
+    assert_eq!(store_id.len(), 36);
     assert_eq!(mode(&tmp.path().join("sessions.db-wal")), 0o600);
     b.close().unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
@@ -73,7 +76,7 @@ fn pristine_file_is_created_0600_and_initialised() {
     drop(conn);
     // Reopening keeps the identity.
     let again = SqliteBackend::open(&config(&path)).unwrap();
-    assert_eq!(again.store_id(), store_id);
+    assert_eq!(again.store_id().as_deref(), Some(store_id.as_str()));
     assert_eq!(again.list().unwrap().len(), 1);
     // After a close, calls fail as closed.
     again.close().unwrap();
@@ -88,6 +91,11 @@ fn empty_existing_file_is_initialised() {
     fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
     let b = SqliteBackend::open(&config(&path)).unwrap();
     assert!(b.list().unwrap().is_empty());
+    // A read leaves the empty file empty (D10); the first write initialises it.
+    assert_eq!(fs::metadata(&path).unwrap().len(), 0);
+    b.append(&SessionHeader::new("s", 5), &tiny_batch(), Expect::New)
+        .unwrap();
+    assert_eq!(b.list().unwrap().len(), 1);
 }
 
 /// Opens `path` expecting a refusal that leaves the file byte-identical.
@@ -268,8 +276,10 @@ fn memory_databases_are_private_and_report_memory_tokens() {
         .append(&SessionHeader::new("s", 1), &tiny_batch(), Expect::New)
         .unwrap();
     assert!(
-        rev.0
-            .starts_with(&format!("memory:store:{}:incarnation:", a.store_id())),
+        rev.0.starts_with(&format!(
+            "memory:store:{}:incarnation:",
+            a.store_id().unwrap()
+        )),
         "{rev}"
     );
     assert!(rev.0.ends_with(":revision:1"), "{rev}");
@@ -290,7 +300,7 @@ fn revision_token_names_the_file() {
     assert!(rev.0.starts_with(&prefix), "{rev} vs {prefix}");
     assert!(
         rev.0
-            .contains(&format!(":store:{}:incarnation:", b.store_id())),
+            .contains(&format!(":store:{}:incarnation:", b.store_id().unwrap())),
         "{rev}"
     );
     // Stable while nothing changes, equal across backends on one file.

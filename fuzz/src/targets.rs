@@ -32,6 +32,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("sqlite_row", sqlite_row),
     ("header", header),
     ("json_canonical", json_canonical),
+    ("c_abi", c_abi),
+    ("store_files", store_files),
 ];
 
 fn text(data: &[u8]) -> Option<&str> {
@@ -111,19 +113,265 @@ pub fn record_line(data: &[u8]) {
 /// corruption, over a file holding the input.
 pub fn jsonl_log(data: &[u8]) {
     thread_local! {
-        static PATH: PathBuf = std::env::temp_dir().join(format!(
-            "dsh-fuzz-jsonl-{}-{:?}.jsonl",
-            std::process::id(),
-            std::thread::current().id()
-        ));
+        // <root>/<project>/<session>/<file>: the layout the reader opens.
+        static PATH: PathBuf = {
+            let dir = scratch("jsonl").join("p").join("s");
+            std::fs::create_dir_all(&dir).unwrap();
+            dir.join("session.jsonl")
+        };
     }
     PATH.with(|path| {
         let mut f = std::fs::File::create(path).unwrap();
         f.write_all(data).unwrap();
         drop(f);
-        let _ = reader::read_log(path, Compression::None);
-        let _ = reader::read_text(path, Compression::None);
+        let _ = reader::read_log(path, Compression::None, &Default::default());
+        let _ = reader::read_text(path, Compression::None, &Default::default());
     });
+}
+
+/// A scratch directory of this process and thread for `what`.
+fn scratch(what: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "dsh-fuzz-{what}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ))
+}
+
+/// The input split at `\x00` into the JSON texts of a little script.
+fn pieces(data: &[u8]) -> Vec<std::ffi::CString> {
+    data.split(|b| *b == 0)
+        .map(|p| std::ffi::CString::new(p).unwrap_or_default())
+        .collect()
+}
+
+/// The C ABI entry points with JSON inputs: the first byte of each piece
+/// (split at NUL) picks a call, the rest of the piece is its JSON (or id);
+/// stores are a fresh JSONL root and an in-memory SQLite database. Every
+/// call must return a status (a `DSH_PANIC` is a finding too), and every
+/// returned string is freed.
+pub fn c_abi(data: &[u8]) {
+    use dsh_persist::ffi::dsh_status;
+    use dsh_persist::ffi::plan::*;
+    use dsh_persist::ffi::session::*;
+    use dsh_persist::ffi::store::*;
+    use dsh_persist::ffi::strings::dsh_free;
+    use std::os::raw::c_char;
+    use std::ptr::{null, null_mut};
+
+    let root = scratch("abi");
+    let _ = std::fs::remove_dir_all(&root);
+    let configs = [
+        format!(
+            r#"{{"backend":"jsonl","root":{},"writeBatchMaxDelayMs":0}}"#,
+            json::quote(&root.display().to_string())
+        ),
+        r#"{"backend":"sqlite","path":":memory:"}"#.to_string(),
+    ];
+    let ok = |st: dsh_status| {
+        assert_ne!(st, dsh_status::DSH_PANIC, "a call panicked");
+        st == dsh_status::DSH_OK
+    };
+    let script = pieces(data);
+    for (k, config) in configs.iter().enumerate() {
+        let config = std::ffi::CString::new(config.as_str()).unwrap();
+        let mut store = null_mut();
+        // SAFETY: valid C strings and out pointers; handles are used only
+        // while open and closed once.
+        unsafe {
+            if !ok(dsh_store_open(config.as_ptr(), &mut store)) {
+                continue;
+            }
+            let mut plan = null_mut();
+            ok(dsh_plan_new(c"{\"section\":\"plan\"}".as_ptr(), &mut plan));
+            let mut sessions: Vec<*mut dsh_session> = Vec::new();
+            let take = |out: *mut c_char| {
+                if !out.is_null() {
+                    dsh_free(out);
+                }
+            };
+            for piece in &script {
+                let bytes = piece.as_bytes();
+                let (&op, rest) = bytes.split_first().unwrap_or((&0, &[]));
+                let arg = std::ffi::CString::new(rest).unwrap_or_default();
+                let arg = arg.as_ptr();
+                let id = c"s".as_ptr();
+                let mut out: *mut c_char = null_mut();
+                let mut seq = 0u64;
+                let last = sessions.last().copied().unwrap_or(null_mut());
+                match (op as usize + k) % 14 {
+                    0 => {
+                        ok(dsh_store_create(store, arg));
+                    }
+                    1 => {
+                        ok(dsh_store_append(store, id, arg));
+                    }
+                    2 => {
+                        ok(dsh_store_load(store, arg, &mut out));
+                    }
+                    3 => {
+                        ok(dsh_store_inspect(store, id, &mut out));
+                    }
+                    4 => {
+                        ok(dsh_store_read_from(store, arg, u64::from(op), &mut out));
+                    }
+                    5 => {
+                        ok(dsh_store_list(store, &mut out));
+                        take(out);
+                        out = null_mut();
+                        ok(dsh_store_list_snapshots(store, &mut out));
+                    }
+                    6 => {
+                        ok(dsh_store_locate(store, arg, &mut out));
+                    }
+                    7 => {
+                        let mut s = null_mut();
+                        if ok(dsh_session_start(store, arg, &mut s)) {
+                            sessions.push(s);
+                        }
+                    }
+                    8 => {
+                        let mut s = null_mut();
+                        if ok(dsh_session_resume(store, arg, &mut s)) {
+                            sessions.push(s);
+                        }
+                    }
+                    9 => {
+                        let mut s = null_mut();
+                        if ok(dsh_session_fork(store, id, i64::from(op) - 3, arg, &mut s)) {
+                            sessions.push(s);
+                        }
+                    }
+                    10 => {
+                        let ty = if op & 1 == 0 {
+                            c"turn/start"
+                        } else {
+                            c"user/message"
+                        };
+                        let opts = if op & 2 == 0 { null() } else { arg };
+                        ok(dsh_session_append(last, ty.as_ptr(), arg, opts, &mut seq));
+                    }
+                    11 => {
+                        ok(dsh_session_flush(last));
+                        ok(dsh_session_events(last, 0, &mut out));
+                        take(out);
+                        out = null_mut();
+                        ok(dsh_session_messages(last, &mut out));
+                    }
+                    12 => {
+                        ok(dsh_plan_command(plan, last, arg, op & 1 == 1, &mut out));
+                    }
+                    _ => {
+                        if let Some(s) = sessions.pop() {
+                            ok(dsh_session_close(s));
+                            // A second close is detected, not a double free.
+                            assert_eq!(dsh_session_close(s), dsh_status::DSH_CLOSED);
+                        }
+                    }
+                }
+                take(out);
+            }
+            for s in sessions {
+                ok(dsh_session_close(s));
+            }
+            dsh_plan_free(plan);
+            ok(dsh_store_close(store));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A whole store from the input: the first byte picks a JSONL root (zstd
+/// or raw; the rest split at `\x00\x00` into logs placed in project and
+/// session directories named by their first bytes) or a SQLite file (the
+/// rest is the database file). Every store operation must return a result,
+/// never panic; load may repair the copy.
+pub fn store_files(data: &[u8]) {
+    use dsh_persist::store::Store;
+    let Some((&kind, rest)) = data.split_first() else {
+        return;
+    };
+    let dir = scratch("store");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = match kind % 3 {
+        2 => {
+            let db = dir.join("s.db");
+            let mut f = std::fs::File::create(&db).unwrap();
+            f.write_all(rest).unwrap();
+            drop(f);
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+            format!(
+                r#"{{"backend":"sqlite","path":{}}}"#,
+                json::quote(&db.display().to_string())
+            )
+        }
+        z => {
+            let compression = if z == 0 { "zstd" } else { "none" };
+            let file = if z == 0 {
+                "session.jsonl.zstd"
+            } else {
+                "session.jsonl"
+            };
+            let root = dir.join("root");
+            for (i, log) in split2(rest).into_iter().enumerate() {
+                let project = match log.first().map(|b| b % 3) {
+                    Some(0) => "_no-cwd".to_string(),
+                    Some(1) => "--w--".to_string(),
+                    _ => format!("--p{i}--"),
+                };
+                let session = match log.get(1).map(|b| b % 4) {
+                    Some(0) => "s".to_string(),
+                    Some(1) => "t".to_string(),
+                    _ => format!("x{i}"),
+                };
+                let sdir = root.join(project).join(session);
+                std::fs::create_dir_all(&sdir).unwrap();
+                std::fs::write(sdir.join(file), log.get(2..).unwrap_or(&[])).unwrap();
+            }
+            format!(
+                r#"{{"backend":"jsonl","root":{},"compression":"{compression}","maxRecordBytes":4194304,"maxLogBytes":16777216}}"#,
+                json::quote(&root.display().to_string())
+            )
+        }
+    };
+    if let Ok(store) = Store::open_json(&config) {
+        let mut ids: Vec<String> = store
+            .list()
+            .map(|l| l.into_iter().map(|h| h.id).collect())
+            .unwrap_or_default();
+        let _ = store.list_snapshots();
+        ids.extend(["s".to_string(), "t".to_string()]);
+        for id in &ids {
+            let _ = store.inspect(id);
+            let _ = store.read_from(id, 1);
+            let _ = store.read_raw(id);
+            let _ = store.load(id);
+            let _ = store.load(id);
+        }
+        let _ = store.close();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `data` split at each `\x00\x00`.
+fn split2(data: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i + 1 < data.len() {
+        if data[i] == 0 && data[i + 1] == 0 {
+            out.push(&data[start..i]);
+            i += 2;
+            start = i;
+        } else {
+            i += 1;
+        }
+    }
+    out.push(&data[start..]);
+    out
 }
 
 /// `frames::scan` (the structural Zstandard frame scan), then the streaming
@@ -328,6 +576,13 @@ fn put_piece(out: &mut Vec<u8>, selector: u8, bytes: &[u8]) {
     out.extend_from_slice(&bytes[..n]);
 }
 
+/// Scripts for [`c_abi`]: op byte then JSON, pieces split at NUL.
+const C_ABI_SEEDS: &[&[u8]] = &[
+    b"\x00{\"id\":\"s\",\"cwd\":\"/w\"}\x00\x01[{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"turn\":1}}]\x00\x02s\x00\x03\x00\x05",
+    b"\x07{\"id\":\"s\"}\x00\x0a{\"turn\":1}\x00\x0b\x00\x0c/plan\x00\x0d\x00\x08s\x00\x09{\"id\":\"c\"}",
+    b"\x00{\"id\":\"a\\u0000b\"}\x00\x07{\"id\":\"\\ud800\"}\x00\x06{\"id\":\"..\",\"cwd\":\"/../..\"}",
+];
+
 /// Small seed inputs per target, drawn from the fixture tree at `fixtures`
 /// (the upstream fixtures: JSONL logs, Zstandard logs, SQLite databases).
 pub fn seeds(fixtures: &std::path::Path) -> Vec<(&'static str, Vec<u8>)> {
@@ -386,12 +641,31 @@ pub fn seeds(fixtures: &std::path::Path) -> Vec<(&'static str, Vec<u8>)> {
     files(fixtures, ".zstd", &mut zstd);
     for p in &zstd {
         if std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_FILE) {
-            out.push(("zstd_frames", std::fs::read(p).unwrap_or_default()));
+            let bytes = std::fs::read(p).unwrap_or_default();
+            out.push(("zstd_frames", bytes.clone()));
+            let mut whole = vec![0u8, 0, 0];
+            whole.extend(bytes);
+            out.push(("store_files", whole));
         }
+    }
+    for p in jsonl.iter().take(40) {
+        if std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_FILE) {
+            let mut whole = vec![1u8, 0, 0];
+            whole.extend(std::fs::read(p).unwrap_or_default());
+            out.push(("store_files", whole));
+        }
+    }
+    for script in C_ABI_SEEDS {
+        out.push(("c_abi", script.to_vec()));
     }
     let mut dbs = Vec::new();
     files(fixtures, ".db", &mut dbs);
     for p in &dbs {
+        if std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_FILE) {
+            let mut whole = vec![2u8];
+            whole.extend(std::fs::read(p).unwrap_or_default());
+            out.push(("store_files", whole));
+        }
         // `immutable=1`: read the fixture without creating -wal/-shm files
         // next to it (the fixtures are never modified).
         let uri = format!("file:{}?immutable=1", p.display());

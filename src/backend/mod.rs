@@ -6,7 +6,9 @@
 //! (legacy conversion, unknown-type refusal, message shapes, surface rules,
 //! closers) on top of what a backend returns.
 
+pub mod dirs;
 pub mod jsonl;
+pub mod limits;
 pub mod parallel;
 pub mod postgres;
 pub mod rows;

@@ -199,7 +199,14 @@ fn dir_key(dir: &Path, name: &str) -> Result<Option<LockKey>> {
 }
 
 /// Creates the lock directory (mode 0700) when missing.
+/// Creates the lock directory (0700). A missing parent (the directory of a
+/// SQLite database not written yet) is made as the first write would make
+/// it (`mkdir -p`, 0700, each new directory's parent fsynced): a writer
+/// takes its lock before its first write.
 fn ensure_dir(dir: &Path) -> Result<()> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        crate::backend::dirs::create_dir_all(parent)?;
+    }
     match DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),

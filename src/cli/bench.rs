@@ -175,11 +175,13 @@ impl Kind {
                 root: dir.to_path_buf(),
                 compression: Compression::Zstd,
                 pack_chunks: true,
+                limits: Default::default(),
             }),
             Kind::JsonlNone => BackendConfig::Jsonl(JsonlConfig {
                 root: dir.to_path_buf(),
                 compression: Compression::None,
                 pack_chunks: true,
+                limits: Default::default(),
             }),
             Kind::Sqlite => BackendConfig::Sqlite(SqliteConfig::new(
                 dir.join("sessions.db").to_string_lossy().into_owned(),

@@ -273,6 +273,7 @@ impl Selection {
                 root: root.clone(),
                 compression: *compression,
                 pack_chunks: true,
+                limits: Default::default(),
             }),
             Selection::Sqlite(file) => {
                 let path = file.to_str().ok_or_else(|| {

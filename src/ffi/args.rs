@@ -7,6 +7,7 @@ use std::ffi::CStr;
 use std::os::raw::c_char;
 
 use super::boundary::FfiError;
+use crate::model::header::{HeaderSource, SessionHeader};
 
 /// A required NUL-terminated UTF-8 input.
 ///
@@ -43,14 +44,41 @@ pub(crate) unsafe fn opt_str_arg<'a>(
     }
 }
 
-/// A shared reference to a live handle; NULL → `DSH_INVALID_ARGUMENT`.
-/// Never `&mut`: several host threads may be inside one handle at once.
+/// A shared reference to a live handle of `kind`: NULL, foreign or
+/// mistyped → `DSH_INVALID_ARGUMENT`, closed → `DSH_CLOSED` (checked in the
+/// handle registry before the pointer is dereferenced). Never `&mut`:
+/// several host threads may be inside one handle at once.
 ///
 /// # Safety
-/// `p` is NULL or a handle returned by this library and not yet closed/freed.
-pub(crate) unsafe fn handle_ref<'a, T>(p: *const T, name: &str) -> Result<&'a T, FfiError> {
-    // SAFETY: a non-NULL handle is a live `Box<T>` by the caller's contract.
+/// `p` is any pointer; a call on it must not overlap its `_close`/`_free`.
+pub(crate) unsafe fn handle_ref<'a, T>(
+    p: *const T,
+    kind: super::handles::Kind,
+    name: &str,
+) -> Result<&'a T, FfiError> {
+    super::handles::check(p, kind, name)?;
+    // SAFETY: the registry holds `p` as a live `Box<T>` of this type (only
+    // `register` after `Box::into_raw` adds it, `retire` before
+    // `Box::from_raw` removes it), and no close overlaps this call.
     unsafe { p.as_ref() }.ok_or_else(|| FfiError::Argument(format!("`{name}` must not be NULL")))
+}
+
+/// A session header from host JSON, refusing an id (or parent id) that
+/// holds U+0000 (D17): `\u0000` is valid JSON, but such an id could never be
+/// passed back through a C string to load, resume or fork the session.
+pub(crate) fn host_header(json: &str, name: &str) -> Result<SessionHeader, FfiError> {
+    let header = SessionHeader::parse(json, HeaderSource::Host)?;
+    for (field, value) in [
+        ("id", Some(header.id.as_str())),
+        ("parentSession", header.parent_session.as_deref()),
+    ] {
+        if value.is_some_and(|v| v.contains('\0')) {
+            return Err(FfiError::Argument(format!(
+                "`{name}` has an {field} that holds U+0000, which a C string cannot carry back to this library; choose an id without it"
+            )));
+        }
+    }
+    Ok(header)
 }
 
 /// An out pointer checked up front, written only on success.
@@ -106,7 +134,14 @@ mod tests {
 
     #[test]
     fn null_handles_and_out_pointers_are_rejected() {
-        let e = unsafe { handle_ref::<u8>(std::ptr::null(), "store") }.unwrap_err();
+        let e = unsafe {
+            handle_ref::<u8>(
+                std::ptr::null(),
+                super::super::handles::Kind::Store,
+                "store",
+            )
+        }
+        .unwrap_err();
         assert_eq!(message(e), "`store` must not be NULL");
         let e = Out::<u64>::new(std::ptr::null_mut(), "out_seq")
             .err()

@@ -11,6 +11,7 @@
 
 mod args;
 mod boundary;
+mod handles;
 pub mod plan;
 pub mod session;
 pub mod status;

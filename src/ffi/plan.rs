@@ -4,6 +4,7 @@ use std::os::raw::c_char;
 
 use super::args::{Out, handle_ref, str_arg};
 use super::boundary::{FfiError, Guarded, ffi_call, ffi_void};
+use super::handles::{self, Kind};
 use super::session::{dsh_session, session_ref};
 use super::status::dsh_status;
 use super::store::write_text;
@@ -26,7 +27,7 @@ pub struct dsh_plan {
 /// `p` is NULL or a live handle from `dsh_plan_new`.
 unsafe fn plan_ref<'a>(p: *const dsh_plan) -> Result<&'a Guarded<PlanMode>, FfiError> {
     // SAFETY: forwarded contract.
-    unsafe { handle_ref(p, "plan") }.map(|h| &h.inner)
+    unsafe { handle_ref(p, Kind::Plan, "plan") }.map(|h| &h.inner)
 }
 
 /// The shared shape of the session-bound plan calls: plan + session (+ one
@@ -80,8 +81,10 @@ pub unsafe extern "C" fn dsh_plan_new(
         let handle = Box::new(dsh_plan {
             inner: Guarded::new(plan, "plan controller"),
         });
+        let p = Box::into_raw(handle);
+        handles::register(p, Kind::Plan);
         // SAFETY: checked by `Out::new`.
-        unsafe { out.write(Box::into_raw(handle)) };
+        unsafe { out.write(p) };
         Ok(())
     })
 }
@@ -95,8 +98,11 @@ pub unsafe extern "C" fn dsh_plan_new(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dsh_plan_free(plan: *mut dsh_plan) {
     ffi_void(|| {
-        if !plan.is_null() {
-            // SAFETY: a live handle from `Box::into_raw`, released once.
+        // A closed, freed or foreign pointer is left alone (a second free
+        // frees nothing).
+        if !plan.is_null() && handles::retire(plan, Kind::Plan, "plan").is_ok() {
+            // SAFETY: a live handle from `Box::into_raw` (the registry said
+            // so), released once (`retire` marked it closed).
             drop(unsafe { Box::from_raw(plan) });
         }
     })

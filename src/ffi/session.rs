@@ -2,12 +2,12 @@
 
 use std::os::raw::c_char;
 
-use super::args::{Out, handle_ref, opt_str_arg, str_arg};
+use super::args::{Out, handle_ref, host_header, opt_str_arg, str_arg};
 use super::boundary::{FfiError, Guarded, ffi_call, ffi_void};
+use super::handles::{self, Kind};
 use super::status::dsh_status;
 use super::store::{dsh_store, store_ref, write_text};
 use crate::model::event::write_events_array;
-use crate::model::header::{HeaderSource, SessionHeader};
 use crate::model::json::quote;
 use crate::store::{AppendOptions, LiveSession};
 
@@ -29,7 +29,7 @@ pub(crate) unsafe fn session_ref<'a>(
     p: *const dsh_session,
 ) -> Result<&'a Guarded<LiveSession>, FfiError> {
     // SAFETY: forwarded contract.
-    unsafe { handle_ref(p, "session") }.map(|h| &h.inner)
+    unsafe { handle_ref(p, Kind::Session, "session") }.map(|h| &h.inner)
 }
 
 /// Runs `f` on the live session and hands its text to the caller through
@@ -61,8 +61,10 @@ unsafe fn give(out: Out<*mut dsh_session>, live: LiveSession) {
     let handle = Box::new(dsh_session {
         inner: Guarded::new(live, "session"),
     });
+    let p = Box::into_raw(handle);
+    handles::register(p, Kind::Session);
     // SAFETY: forwarded contract.
-    unsafe { out.write(Box::into_raw(handle)) };
+    unsafe { out.write(p) };
 }
 
 /// Starts a new live session from its header JSON. Nothing is written until
@@ -90,7 +92,7 @@ pub unsafe extern "C" fn dsh_session_start(
         let header_json = unsafe { str_arg(header_json, "header_json") }?;
         let out = Out::new(out, "out")?;
         let live = store.run(|s| {
-            let header = SessionHeader::parse(header_json, HeaderSource::Host)?;
+            let header = host_header(header_json, "header_json")?;
             Ok(s.start(header)?)
         })?;
         // SAFETY: checked by `Out::new`.
@@ -168,7 +170,7 @@ pub unsafe extern "C" fn dsh_session_fork(
         let boundary = (boundary != -1).then_some(boundary);
         let live = store.run(|s| {
             let child = child_json
-                .map(|t| SessionHeader::parse(t, HeaderSource::Host))
+                .map(|t| host_header(t, "child_header_json"))
                 .transpose()?;
             Ok(s.fork(source_id, boundary, child)?)
         })?;
@@ -387,13 +389,17 @@ pub unsafe extern "C" fn dsh_session_close(session: *mut dsh_session) -> dsh_sta
         if session.is_null() {
             return Ok(());
         }
+        // A closed, freed or foreign pointer is refused and not touched.
+        handles::check(session, Kind::Session, "session")?;
         {
-            // SAFETY: a live handle from `Box::into_raw`; borrowed for the
-            // drain, which runs even on a poisoned handle.
+            // SAFETY: a live handle from `Box::into_raw` (the registry said
+            // so); borrowed for the drain, which runs even on a poisoned
+            // handle.
             let handle = unsafe { &*session };
             handle.inner.value().close()?;
         }
-        // SAFETY: drained: the handle is released, once.
+        handles::retire(session, Kind::Session, "session")?;
+        // SAFETY: drained and retired: the handle is released, once.
         drop(unsafe { Box::from_raw(session) });
         Ok(())
     })
@@ -404,7 +410,8 @@ pub unsafe extern "C" fn dsh_session_close(session: *mut dsh_session) -> dsh_sta
 /// tried; events that still cannot be written are dropped, and the id (and
 /// its writer lock) is released.
 ///
-/// - `session`: NULL is a no-op. Must not overlap other calls on the handle.
+/// - `session`: NULL is a no-op; a closed, freed or foreign pointer is
+///   ignored (nothing is freed). Must not overlap other calls on the handle.
 ///
 /// # Safety
 /// `session` is NULL or a live handle, freed once (not after a
@@ -412,10 +419,11 @@ pub unsafe extern "C" fn dsh_session_close(session: *mut dsh_session) -> dsh_sta
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dsh_session_free(session: *mut dsh_session) {
     ffi_void(|| {
-        if session.is_null() {
+        if session.is_null() || handles::retire(session, Kind::Session, "session").is_err() {
             return;
         }
-        // SAFETY: a live handle from `Box::into_raw`, released once.
+        // SAFETY: a live handle from `Box::into_raw` (the registry said so),
+        // released once (`retire` marked it closed).
         let handle = unsafe { Box::from_raw(session) };
         let live = handle.inner.into_inner();
         let _ = live.close();

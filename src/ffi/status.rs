@@ -30,8 +30,8 @@ pub enum dsh_status {
     DSH_BUSY = 7,
     /// The store or session is closed.
     DSH_CLOSED = 8,
-    /// An internal rule was broken (a bug, a poisoned handle after a panic,
-    /// or a result text that cannot be a C string).
+    /// An internal rule was broken (a bug, or a result text that cannot be
+    /// a C string).
     DSH_INVARIANT = 9,
     /// The operation does not exist for this backend (e.g. `read_raw` on SQLite).
     DSH_UNSUPPORTED = 10,

@@ -2,8 +2,9 @@
 
 use std::os::raw::c_char;
 
-use super::args::{Out, handle_ref, str_arg};
+use super::args::{Out, handle_ref, host_header, str_arg};
 use super::boundary::{FfiError, Guarded, ffi_call};
+use super::handles::{self, Kind};
 use super::status::dsh_status;
 use super::strings::owned_c_string;
 use crate::backend::Location;
@@ -27,7 +28,7 @@ pub struct dsh_store {
 /// `p` is NULL or a live handle from `dsh_store_open`.
 pub(crate) unsafe fn store_ref<'a>(p: *const dsh_store) -> Result<&'a Guarded<Store>, FfiError> {
     // SAFETY: forwarded contract.
-    unsafe { handle_ref(p, "store") }.map(|h| &h.inner)
+    unsafe { handle_ref(p, Kind::Store, "store") }.map(|h| &h.inner)
 }
 
 /// Writes an owned result text to `out`.
@@ -75,8 +76,10 @@ pub unsafe extern "C" fn dsh_store_open(
         let handle = Box::new(dsh_store {
             inner: Guarded::new(store, "store"),
         });
+        let p = Box::into_raw(handle);
+        handles::register(p, Kind::Store);
         // SAFETY: `out` is non-NULL and writable by the caller's contract.
-        unsafe { out.write(Box::into_raw(handle)) };
+        unsafe { out.write(p) };
         Ok(())
     })
 }
@@ -99,7 +102,10 @@ pub unsafe extern "C" fn dsh_store_close(store: *mut dsh_store) -> dsh_status {
         if store.is_null() {
             return Ok(());
         }
-        // SAFETY: a live handle from `Box::into_raw`, released once.
+        // A closed, freed or foreign pointer is refused and not freed.
+        handles::retire(store, Kind::Store, "store")?;
+        // SAFETY: a live handle from `Box::into_raw` (the registry said so),
+        // released once (`retire` marked it closed).
         let handle = unsafe { Box::from_raw(store) };
         handle.inner.into_inner().close()?;
         Ok(())
@@ -166,7 +172,7 @@ pub unsafe extern "C" fn dsh_store_create(
         // SAFETY: the caller's contract.
         let header_json = unsafe { str_arg(header_json, "header_json") }?;
         store.run(|s| {
-            let header = SessionHeader::parse(header_json, HeaderSource::Host)?;
+            let header = host_header(header_json, "header_json")?;
             Ok(s.create(header)?)
         })
     })
@@ -781,7 +787,7 @@ mod tests {
     }
 
     #[test]
-    fn a_panic_in_the_core_is_dsh_panic_then_invariant() {
+    fn a_panic_in_the_core_is_dsh_panic_and_the_store_stays_usable() {
         let dir = TempDir::new("store-panic");
         let (store, backend) = faulty_store(&dir);
         let id = c("s1");
@@ -799,13 +805,21 @@ mod tests {
                 "panic: injected backend panic",
             );
             backend.mode.store(PASS, Ordering::SeqCst);
+            // The store is not poisoned: the same append now succeeds and
+            // reads back.
             let mut out = null_mut::<c_char>();
+            expect(dsh_store_list(store, &mut out), DSH_OK, "");
+            crate::ffi::strings::dsh_free(out);
             expect(
-                dsh_store_list(store, &mut out),
-                DSH_INVARIANT,
-                "this store is unusable: an earlier call on it panicked",
+                dsh_store_append(store, id.as_ptr(), events.as_ptr()),
+                DSH_OK,
+                "",
             );
-            // Close still releases a poisoned handle.
+            let mut out = null_mut::<c_char>();
+            expect(dsh_store_load(store, id.as_ptr(), &mut out), DSH_OK, "");
+            let loaded = crate::ffi::boundary::c_text(out);
+            crate::ffi::strings::dsh_free(out);
+            assert!(loaded.contains("\"turn/end\""), "{loaded}");
             expect(dsh_store_close(store), DSH_OK, "");
         }
     }

@@ -232,5 +232,7 @@ pub fn faulty_store(dir: &TempDir) -> (*mut dsh_store, Arc<FaultyBackend>) {
     let handle = Box::new(dsh_store {
         inner: Guarded::new(store, "store"),
     });
-    (Box::into_raw(handle), backend)
+    let p = Box::into_raw(handle);
+    super::handles::register(p, super::handles::Kind::Store);
+    (p, backend)
 }

@@ -9,9 +9,12 @@
 //!  "poolSize":8,"connectTimeoutMs":5000,"sslMode":"prefer","sslRootCert":"/ca.pem",
 //!  "sslCert":"/client.pem","sslKey":"/client.key","applicationName":"dsh-persist", …}
 //! ```
+//! Shared by every backend: `"maxRecordBytes":268435456,"maxLogBytes":1073741824`,
+//! the read and write bounds of [`crate::backend::limits`].
 //! Unknown keys are rejected so a typo never silently falls back to a default.
 
 pub use crate::backend::jsonl::{Compression, JsonlConfig};
+pub use crate::backend::limits::Limits;
 pub use crate::backend::postgres::{PostgresConfig, SslMode};
 pub use crate::backend::sqlite::{JournalMode, SqliteConfig};
 use crate::error::{Error, Result};
@@ -40,6 +43,17 @@ pub struct StoreConfig {
     pub strict: bool,
     /// Event types accepted beyond the built-in vocabulary.
     pub extra_event_types: Vec<String>,
+}
+
+impl BackendConfig {
+    /// The read and write bounds of the backend.
+    pub fn limits(&self) -> &Limits {
+        match self {
+            BackendConfig::Jsonl(c) => &c.limits,
+            BackendConfig::Sqlite(c) => &c.limits,
+            BackendConfig::Postgres(c) => &c.limits,
+        }
+    }
 }
 
 impl StoreConfig {
@@ -118,7 +132,15 @@ impl StoreConfig {
             "preparedSessionCacheSize",
             "strict",
             "extraEventTypes",
+            "maxRecordBytes",
+            "maxLogBytes",
         ];
+        let max = json::MAX_SAFE_INTEGER as u64;
+        let limits = Limits::new(
+            uint("maxRecordBytes", max)?
+                .unwrap_or(crate::backend::limits::DEFAULT_MAX_RECORD_BYTES),
+            uint("maxLogBytes", max)?.unwrap_or(crate::backend::limits::DEFAULT_MAX_LOG_BYTES),
+        )?;
         let (backend, own): (BackendConfig, &[&str]) = match kind.as_str() {
             "jsonl" => {
                 let root = string("root")?.filter(|r| !r.is_empty()).ok_or_else(|| {
@@ -139,6 +161,7 @@ impl StoreConfig {
                         root: root.into(),
                         compression,
                         pack_chunks: boolean("packChunks")?.unwrap_or(true),
+                        limits,
                     }),
                     &["root", "compression", "packChunks"],
                 )
@@ -164,6 +187,7 @@ impl StoreConfig {
                         journal_mode,
                         busy_timeout_ms: uint("busyTimeoutMs", i32::MAX as u64)?.unwrap_or(5000)
                             as u32,
+                        limits,
                     }),
                     &["path", "journalMode", "busyTimeoutMs"],
                 )
@@ -175,6 +199,7 @@ impl StoreConfig {
                     )
                 })?;
                 let mut c = PostgresConfig::new(url);
+                c.limits = limits;
                 if let Some(schema) = string("schema")? {
                     c.schema = schema;
                 }
@@ -272,7 +297,8 @@ mod tests {
             BackendConfig::Sqlite(SqliteConfig {
                 path: ":memory:".into(),
                 journal_mode: JournalMode::Delete,
-                busy_timeout_ms: 10
+                busy_timeout_ms: 10,
+                limits: Limits::default(),
             })
         );
         assert!(c.strict);
@@ -288,7 +314,8 @@ mod tests {
             BackendConfig::Jsonl(JsonlConfig {
                 root: "/r".into(),
                 compression: Compression::None,
-                pack_chunks: false
+                pack_chunks: false,
+                limits: Limits::default(),
             })
         );
     }
@@ -315,6 +342,24 @@ mod tests {
         assert_eq!(p.ssl_key.as_deref(), Some(std::path::Path::new("/c.key")));
         assert_eq!(p.application_name, "fleet");
         assert!(c.strict);
+    }
+
+    #[test]
+    fn limits_are_shared_keys_of_every_backend() {
+        for text in [
+            r#"{"backend":"jsonl","root":"/r","maxRecordBytes":4194304,"maxLogBytes":8388608}"#,
+            r#"{"backend":"sqlite","path":"/x.db","maxLogBytes":8388608,"maxRecordBytes":4194304}"#,
+            r#"{"backend":"postgres","url":"postgresql://u@h/d","maxRecordBytes":4194304,"maxLogBytes":8388608}"#,
+        ] {
+            let c = StoreConfig::parse(text).unwrap();
+            assert_eq!(
+                *c.backend.limits(),
+                Limits::new(4 << 20, 8 << 20).unwrap(),
+                "{text}"
+            );
+        }
+        let c = StoreConfig::parse(r#"{"backend":"jsonl","root":"/r"}"#).unwrap();
+        assert_eq!(*c.backend.limits(), Limits::default());
     }
 
     #[test]
@@ -372,6 +417,18 @@ mod tests {
             (
                 r#"{"backend":"jsonl","root":"/r","extraEventTypes":[1]}"#,
                 "extraEventTypes must be",
+            ),
+            (
+                r#"{"backend":"jsonl","root":"/r","maxRecordBytes":1000}"#,
+                "maxRecordBytes must be an integer from 2097152",
+            ),
+            (
+                r#"{"backend":"sqlite","path":"/x","maxRecordBytes":4194304,"maxLogBytes":3145728}"#,
+                "maxLogBytes must be an integer from maxRecordBytes",
+            ),
+            (
+                r#"{"backend":"sqlite","path":"/x","maxLogBytes":-1}"#,
+                "maxLogBytes must be",
             ),
         ];
         for (text, want) in cases {

@@ -266,6 +266,13 @@ impl LiveSession {
             event.source_event_seqs = Some(JsonText::from_trusted(text));
         }
         event.ignorable = options.ignorable;
+        // What a reader would refuse is refused now, not at the write.
+        self.inner
+            .shared
+            .config
+            .backend
+            .limits()
+            .check_event(&event, self.id())?;
         // The rules a load applies (one rule set), with the strict trace
         // that every live append keeps (SPEC 1.6). One event: the state is
         // unchanged on error. (Should the queue refuse the event below, the

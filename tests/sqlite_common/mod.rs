@@ -32,6 +32,8 @@ pub fn fresh_db(tag: &str) -> (TempDir, PathBuf, SqliteBackend) {
     let tmp = TempDir::new(tag);
     let path = tmp.path().join("sessions.db");
     let b = open(&path);
+    // The file is created at the first write; these tests want it now.
+    b.initialise().unwrap();
     (tmp, path, b)
 }
 

@@ -103,9 +103,11 @@ test('format unsupported', () => {
 
 test('io', () => {
   const dir = h.tempDir();
-  assert.throws(() => Store.open({ backend: 'sqlite', path: path.join(dir, 'missing', 's.db') }), is(dsh.DshIOError, 6, 'io'));
+  // (A missing SQLite parent directory is no error: it is created at the
+  // first write, like the original's.)
   const file = path.join(dir, 'afile');
   fs.writeFileSync(file, 'x');
+  assert.throws(() => Store.open({ backend: 'jsonl', root: path.join(file, 'root') }), is(dsh.DshIOError, 6, 'io'));
   assert.throws(() => Store.open({ backend: 'jsonl', root: file }), (e) => e instanceof dsh.DshIOError && e.message.includes(file));
 });
 
@@ -146,6 +148,9 @@ const havePython = spawnSync('python3', ['-c', 'import sqlite3'], { encoding: 'u
 test('busy', { skip: !havePython && 'python3 with sqlite3 is needed to hold a lock from another process' }, async () => {
   const file = path.join(h.tempDir(), 's.db');
   const store = Store.open({ backend: 'sqlite', path: file, busyTimeoutMs: 50 });
+  // The first write creates the database (mode 0600) before the holder opens it.
+  store.create({ id: 'z' });
+  store.append('z', [{ type: 'turn/start', seq: 0, time: 0, data: { turn: 1 } }]);
   store.create({ id: 'a' });
   const holder = spawn('python3', ['-c', LOCK_HOLDER, file], { stdio: ['pipe', 'pipe', 'inherit'] });
   try {

@@ -112,7 +112,7 @@ class ClosedError(DshError, ValueError):
 
 
 class InvariantError(DshError):
-    """An internal rule was broken: a bug, or a store poisoned by a panic (status 9)."""
+    """An internal rule was broken: a bug (status 9)."""
 
     kind = "invariant"
 

@@ -132,8 +132,10 @@ def test_format_unsupported(tmp_path):
 def test_io(tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("x")
+    # (A missing SQLite parent directory is no error: it is created at the
+    # first write, like the original's.)
     with pytest.raises(DshIOError) as e:
-        Store.open({"backend": "sqlite", "path": str(tmp_path / "missing-dir" / "s.db")})
+        Store.open({"backend": "jsonl", "root": str(afile / "root")})
     check(e.value, DshIOError, 6, "io")
     with pytest.raises(DshIOError):
         with Store.open({"backend": "jsonl", "root": str(afile)}) as store:
@@ -177,6 +179,10 @@ def test_busy(tmp_path):
     # (Python's sqlite3 and the library's) do not see each other's POSIX locks.
     path = tmp_path / "s.db"
     with Store.open({"backend": "sqlite", "path": str(path), "busyTimeoutMs": 50}) as store:
+        # The first write creates the database (mode 0600) before the holder
+        # opens it.
+        store.create({"id": "z"})
+        store.append("z", [{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}])
         store.create({"id": "a"})
         holder = subprocess.Popen(
             [sys.executable, "-c", LOCK_HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True

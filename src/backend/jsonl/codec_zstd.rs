@@ -79,20 +79,36 @@ pub enum DecodeEnd {
 }
 
 /// A reusable streaming decoder.
+///
+/// Its output buffer grows by doubling, but never much past `max_buffer`
+/// bytes: a caller whose sink drains complete lines (and refuses a pending
+/// line longer than its record limit) never makes the decoder reserve more
+/// than that limit plus one step, however large the frame decodes.
 pub struct FrameDecoder {
     dctx: DCtx<'static>,
+    max_buffer: usize,
 }
 
 impl FrameDecoder {
+    /// A decoder whose buffer stays near the default `maxRecordBytes`.
     pub fn new() -> Self {
+        FrameDecoder::bounded(crate::backend::limits::DEFAULT_MAX_RECORD_BYTES as usize)
+    }
+
+    /// A decoder whose buffer stays near `max_buffer` bytes (the sink must
+    /// refuse to keep more).
+    pub fn bounded(max_buffer: usize) -> Self {
         FrameDecoder {
             dctx: DCtx::create(),
+            max_buffer,
         }
     }
 
     /// Decodes the bytes of one frame (possibly cut short), appending the
-    /// plaintext to `out` in chunks; after each chunk `sink(out)` may consume
-    /// (drain) what it has processed. Stops early if `sink` fails.
+    /// plaintext to `out` in chunks of at most 256 KiB; after each chunk
+    /// `sink(out)` may consume (drain) what it has processed, and must fail
+    /// when `out` holds more than it may keep (the decoder's buffer bound).
+    /// Stops early if `sink` fails.
     pub fn decode<F>(&mut self, frame: &[u8], out: &mut Vec<u8>, mut sink: F) -> Result<DecodeEnd>
     where
         F: FnMut(&mut Vec<u8>) -> Result<()>,
@@ -100,9 +116,7 @@ impl FrameDecoder {
         let _ = self.dctx.reset(zstd_safe::ResetDirective::SessionOnly);
         let mut input = InBuffer::around(frame);
         loop {
-            if out.capacity() - out.len() < OUT_CHUNK / 2 {
-                out.reserve(OUT_CHUNK);
-            }
+            crate::backend::limits::reserve_bounded(out, OUT_CHUNK / 2, self.max_buffer)?;
             let before = out.len();
             let res = {
                 let mut ob = OutBuffer::around_pos(out, before);

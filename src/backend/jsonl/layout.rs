@@ -212,6 +212,7 @@ pub(crate) fn session_file(dir: &Path, compression: Compression) -> Result<Optio
     let file = dir.join(compression.file_name());
     match fs::symlink_metadata(&file) {
         Ok(m) if m.is_file() => Ok(Some(file)),
+        Ok(m) if m.file_type().is_symlink() => Err(super::nofollow::link_error(&file)),
         Ok(_) => Ok(None),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_err("cannot stat", &file, e)),
@@ -241,6 +242,12 @@ pub(crate) fn find_session_dirs(root: &Path, id: &str) -> Result<Vec<PathBuf>> {
         let dir = root.join(project).join(&escaped);
         match fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => found.push(dir),
+            // A session directory planted as a link is refused, not
+            // followed (D5). (A project directory that is a link is no
+            // project of this root; see `check_header_path` for aliases.)
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(super::nofollow::link_error(&dir));
+            }
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err("cannot stat", &dir, e)),

@@ -18,6 +18,7 @@
 pub mod codec_zstd;
 pub mod frames;
 pub mod layout;
+pub mod nofollow;
 pub mod reader;
 pub mod revision;
 pub mod scan;
@@ -33,6 +34,7 @@ pub use layout::Compression;
 use self::layout::{escape_id, project_dir_name};
 use self::revision::FileIdentity;
 use self::writer::OpenLog;
+use super::limits::Limits;
 use super::writer_lock::{LOCK_DIR_NAME, LockSpace};
 use super::{
     Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
@@ -54,6 +56,8 @@ pub struct JsonlConfig {
     pub compression: Compression,
     /// Pack runs of chunk deltas into rows on write (default `true`).
     pub pack_chunks: bool,
+    /// Read and write bounds (`maxRecordBytes`, `maxLogBytes`).
+    pub limits: Limits,
 }
 
 impl JsonlConfig {
@@ -63,6 +67,7 @@ impl JsonlConfig {
             root: root.into(),
             compression: Compression::Zstd,
             pack_chunks: true,
+            limits: Limits::default(),
         }
     }
 }
@@ -72,6 +77,9 @@ impl JsonlConfig {
 struct FileState {
     /// The revision of the last clean read or write and the next seq then.
     known: Option<(Revision, u64)>,
+    /// The decoded size of the log at a revision (counted against
+    /// `maxLogBytes` by the next append).
+    log_bytes: Option<(Revision, u64)>,
 }
 
 /// The JSONL backend over one root directory.
@@ -79,6 +87,7 @@ pub struct JsonlBackend {
     root: PathBuf,
     compression: Compression,
     pack_chunks: bool,
+    limits: Limits,
     files: Mutex<HashMap<PathBuf, FileState>>,
     locks: LockSpace,
 }
@@ -118,19 +127,15 @@ impl JsonlBackend {
         // Resolved once, like Node's `path.resolve`: `.` and `..` segments
         // are removed lexically (DIFFERENCES B 09).
         let root = resolve_lexically(&root);
-        if !root.is_dir() {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&root)
-                .map_err(|e| layout::io_err("cannot create root", &root, e))?;
-        }
+        // mkdir -p, each new directory's parent fsynced (D13). The root
+        // itself may be a symbolic link; links inside it are never followed.
+        crate::backend::dirs::create_dir_all(&root)?;
         Ok(JsonlBackend {
             locks: LockSpace::files(root.join(LOCK_DIR_NAME)),
             root,
             compression: config.compression,
             pack_chunks: config.pack_chunks,
+            limits: config.limits,
             files: Mutex::new(HashMap::new()),
         })
     }
@@ -203,6 +208,19 @@ impl JsonlBackend {
         files.entry(path.to_path_buf()).or_default().known = Some((rev.clone(), next_seq));
     }
 
+    fn note_log_bytes(&self, path: &Path, rev: &Revision, bytes: u64) {
+        let mut files = self.files.lock();
+        files.entry(path.to_path_buf()).or_default().log_bytes = Some((rev.clone(), bytes));
+    }
+
+    fn known_log_bytes(&self, path: &Path, rev: &Revision) -> Option<u64> {
+        let files = self.files.lock();
+        match files.get(path).and_then(|s| s.log_bytes.as_ref()) {
+            Some((r, n)) if r == rev => Some(*n),
+            _ => None,
+        }
+    }
+
     fn known_next_seq(&self, path: &Path, rev: &Revision) -> Option<u64> {
         let files = self.files.lock();
         match files.get(path).and_then(|s| s.known.as_ref()) {
@@ -211,9 +229,17 @@ impl JsonlBackend {
         }
     }
 
+    /// The records of a batch: chunk runs packed no larger than the record
+    /// limit.
     fn records(&self, events: &[Event]) -> Vec<Record> {
         if self.pack_chunks {
-            pack(events, &PackLimits::JSONL)
+            pack(
+                events,
+                &PackLimits {
+                    max_data_bytes: self.limits.packed_data_bytes(),
+                    ..PackLimits::JSONL
+                },
+            )
         } else {
             unpacked(events)
         }
@@ -239,6 +265,9 @@ impl JsonlBackend {
         if session == want_session && project == want_project {
             return Ok(());
         }
+        if session == want_session && self.is_alias(&want_project, &want_session, path) {
+            return Ok(());
+        }
         Err(Error::corruption(format!(
             "session artifact {} holds the header of session {} (cwd {}), which belongs at {}; move it there or use another root",
             quote(&path.display().to_string()),
@@ -259,20 +288,92 @@ impl JsonlBackend {
         )))
     }
 
+    /// B 16: the header's project directory is a symbolic link that leads to
+    /// the same physical log (the original accepts such an alias). Only
+    /// `stat` goes through the link; reads and writes use the real path.
+    fn is_alias(&self, project: &str, session: &str, real: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let alias_dir = self.root.join(project);
+        if !std::fs::symlink_metadata(&alias_dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return false;
+        }
+        let alias = alias_dir.join(session).join(self.compression.file_name());
+        match (
+            std::fs::metadata(alias),
+            nofollow::metadata(real, nofollow::LOG_DEPTH),
+        ) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+
+    /// Where an append to a stored session writes: its log path, or, when
+    /// the header's project directory is a link (an alias, B 16), the real
+    /// log found in the root. Writes never go through a link.
+    fn write_path(&self, header: &SessionHeader) -> Result<PathBuf> {
+        let path = self.log_path(header)?;
+        let project = self.root.join(project_dir_name(header.cwd.as_deref()));
+        if std::fs::symlink_metadata(&project).is_ok_and(|m| m.file_type().is_symlink()) {
+            if let Some(real) = self.find_file(&header.id)? {
+                return Ok(real);
+            }
+        }
+        Ok(path)
+    }
+
     /// The headers, paths and identities of every listed session.
     fn list_entries(&self) -> Result<Vec<(SessionHeader, PathBuf, FileIdentity)>> {
         let mut out = Vec::new();
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
-        let mut dec = codec_zstd::FrameDecoder::new();
+        let mut dec = codec_zstd::FrameDecoder::bounded(self.limits.record());
+        // Each log is opened relative to its directories' descriptors (no
+        // link inside the root followed), the root and each project once.
+        let root_fd = match nofollow::open_dir(&self.root, 0) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(layout::io_err("cannot open root", &self.root, e)),
+        };
         for project in layout::project_dirs(&self.root)? {
             let pdir = self.root.join(&project);
-            for session in layout::check_project_dir(&pdir)? {
+            let sessions = layout::check_project_dir(&pdir)?;
+            if sessions.is_empty() {
+                continue;
+            }
+            let project_fd = nofollow::dir_at(&root_fd, project.as_str())
+                .map_err(|e| nofollow::io_err("cannot open", &pdir, 1, e))?;
+            for session in sessions {
                 let sdir = pdir.join(&session);
                 let Some(file) = layout::session_file(&sdir, self.compression)? else {
                     continue;
                 };
-                let Some((header, identity)) =
-                    reader::peek_header(&file, self.compression, &mut dec)?
+                let opened = nofollow::dir_at(&project_fd, session.as_str()).and_then(|fd| {
+                    nofollow::open_file_at(
+                        &fd,
+                        self.compression.file_name(),
+                        rustix::fs::OFlags::RDONLY,
+                        0,
+                    )
+                });
+                let handle = match opened {
+                    Ok(f) => f,
+                    // Gone since the directory was read: not listed.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        return Err(nofollow::io_err(
+                            "cannot open",
+                            &file,
+                            nofollow::LOG_DEPTH,
+                            e,
+                        ));
+                    }
+                };
+                let Some((header, identity)) = reader::peek_header_file(
+                    handle,
+                    &file,
+                    self.compression,
+                    &mut dec,
+                    &self.limits,
+                )?
                 else {
                     continue;
                 };
@@ -295,7 +396,7 @@ impl JsonlBackend {
     /// A full read that leaves out packed-row members with a seq below
     /// `skip_below` (every line is still parsed and judged).
     fn read_path_from(&self, id: &str, path: &Path, skip_below: u64) -> Result<StoredLog> {
-        let outcome = reader::read_log_from(path, self.compression, skip_below)?;
+        let outcome = reader::read_log_from(path, self.compression, skip_below, &self.limits)?;
         if outcome.header.id != id {
             return Err(Error::corruption(format!(
                 "session artifact {} holds session {}, not {}",
@@ -308,6 +409,7 @@ impl JsonlBackend {
         let revision = self.revision_of(path, &outcome.identity);
         if outcome.torn.is_none() {
             self.note_clean_read(path, &revision, outcome.next_seq);
+            self.note_log_bytes(path, &revision, outcome.log_bytes);
         }
         Ok(StoredLog {
             header: outcome.header,
@@ -340,10 +442,11 @@ impl JsonlBackend {
             )));
         }
         let sdir = path.parent().expect("log in a session dir");
-        writer::ensure_dir(sdir.parent().expect("session dir in a project"))?;
-        writer::ensure_dir(sdir)?;
+        writer::ensure_dir(sdir.parent().expect("session dir in a project"), 1)?;
+        writer::ensure_dir(sdir, 2)?;
         let mut header_line = header.to_jsonl_line();
         header_line.push('\n');
+        let header_line_len = header_line.len();
         let batch = writer::batch_text(&[], &self.records(events));
         let content = match self.compression {
             Compression::None => {
@@ -356,9 +459,13 @@ impl JsonlBackend {
                 c
             }
         };
+        let total = (header_line_len + batch.len()) as u64;
+        self.limits.check_log_total(total, &header.id)?;
         let identity = writer::create_log(path, &content)?;
         let exact = identity.size == content.len() as u64;
-        Ok(self.note_write(path, &identity, events.len() as u64, exact))
+        let rev = self.note_write(path, &identity, events.len() as u64, exact);
+        self.note_log_bytes(path, &rev, total);
+        Ok(rev)
     }
 
     fn append_existing(
@@ -379,8 +486,11 @@ impl JsonlBackend {
         if current != *expected {
             return self.append_unexpected(header, events, path, log, expected);
         }
-        let next = match self.known_next_seq(path, expected) {
-            Some(n) => n,
+        let known = self
+            .known_next_seq(path, expected)
+            .zip(self.known_log_bytes(path, expected));
+        let (next, before) = match known {
+            Some(k) => k,
             None => {
                 let stored = self.read_path(&header.id, path)?;
                 if stored.revision != *expected {
@@ -393,7 +503,8 @@ impl JsonlBackend {
                         path.display()
                     )));
                 }
-                stored.events.len() as u64
+                let bytes = self.known_log_bytes(path, &stored.revision).unwrap_or(0);
+                (stored.events.len() as u64, bytes)
             }
         };
         if events[0].seq != next {
@@ -403,23 +514,30 @@ impl JsonlBackend {
                 events[0].seq
             )));
         }
-        self.write_batch(&mut log, path, events, next)
+        self.write_batch(&mut log, path, &header.id, events, next, before)
     }
 
-    /// Appends `events` (continuing at `next`) as one batch to `log`.
+    /// Appends `events` (continuing at `next`) as one batch to `log`, whose
+    /// decoded size is `before` bytes.
     fn write_batch(
         &self,
         log: &mut OpenLog,
         path: &Path,
+        id: &str,
         events: &[Event],
         next: u64,
+        before: u64,
     ) -> Result<Revision> {
         let batch = writer::batch_text(&[], &self.records(events));
+        let total = before + batch.len() as u64;
+        self.limits.check_log_total(total, id)?;
         let bytes = writer::encode_batch(&batch, self.compression)?;
         let prev_len = log.identity.size;
         let identity = log.append(&bytes)?;
         let exact = identity.size == prev_len + bytes.len() as u64;
-        Ok(self.note_write(path, &identity, next + events.len() as u64, exact))
+        let rev = self.note_write(path, &identity, next + events.len() as u64, exact);
+        self.note_log_bytes(path, &rev, total);
+        Ok(rev)
     }
 
     /// An append whose expected revision is not the file's any more. Under
@@ -475,11 +593,14 @@ impl JsonlBackend {
         }
         let next = durable.len() as u64;
         if rest.is_empty() {
-            let meta =
-                std::fs::metadata(path).map_err(|e| layout::io_err("cannot stat", path, e))?;
+            let meta = nofollow::metadata(path, nofollow::LOG_DEPTH)
+                .map_err(|e| layout::io_err("cannot stat", path, e))?;
             return Ok(self.note_write(path, &FileIdentity::of(&meta), next, true));
         }
-        self.write_batch(&mut log, path, rest, next)
+        // A torn remainder was not a clean read: its size is not known,
+        // and the cap is then checked by the next full read.
+        let before = self.known_log_bytes(path, &stored.revision).unwrap_or(0);
+        self.write_batch(&mut log, path, id, rest, next, before)
     }
 
     /// Removes the temp files an interrupted publish of `id` left in its
@@ -565,10 +686,15 @@ impl Backend for JsonlBackend {
         let Some(path) = self.find_file(id)? else {
             return Ok(None);
         };
-        match std::fs::metadata(&path) {
+        match nofollow::metadata(&path, nofollow::LOG_DEPTH) {
             Ok(m) => Ok(Some(self.revision_of(&path, &FileIdentity::of(&m)))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(layout::io_err("cannot stat", &path, e)),
+            Err(e) => Err(nofollow::io_err(
+                "cannot stat",
+                &path,
+                nofollow::LOG_DEPTH,
+                e,
+            )),
         }
     }
 
@@ -579,10 +705,12 @@ impl Backend for JsonlBackend {
         expect: Expect<'_>,
     ) -> Result<Revision> {
         check_batch(events)?;
-        let path = self.log_path(header)?;
+        for e in events {
+            self.limits.check_event(e, &header.id)?;
+        }
         match expect {
-            Expect::New => self.append_new(header, events, &path),
-            Expect::At(rev) => self.append_existing(header, events, &path, rev),
+            Expect::New => self.append_new(header, events, &self.log_path(header)?),
+            Expect::At(rev) => self.append_existing(header, events, &self.write_path(header)?, rev),
         }
     }
 
@@ -668,7 +796,7 @@ impl Backend for JsonlBackend {
             let base = identity.size;
             identity = file.append(&bytes)?;
             exact = identity.size == base + bytes.len() as u64;
-        } else if let Ok(m) = std::fs::metadata(&path) {
+        } else if let Ok(m) = nofollow::metadata(&path, nofollow::LOG_DEPTH) {
             identity = FileIdentity::of(&m);
         }
         if identity == before {
@@ -685,7 +813,7 @@ impl Backend for JsonlBackend {
             return Ok(None);
         };
         let raw_log = path.display().to_string();
-        let (content, _) = reader::read_text(&path, self.compression)?;
+        let (content, _) = reader::read_text(&path, self.compression, &self.limits)?;
         let header = reader::header_of_text(&content, &raw_log)?;
         Ok(Some(RawArtifact {
             header,

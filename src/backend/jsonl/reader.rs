@@ -26,7 +26,9 @@ use std::path::Path;
 use super::codec_zstd::{DecodeEnd, FrameDecoder};
 use super::frames;
 use super::layout::{Compression, io_err};
+use super::nofollow;
 use super::revision::FileIdentity;
+use crate::backend::limits::{Budget, Limits};
 use crate::backend::{TornTail, parallel};
 use crate::codec::chunk_rows::{Record, StoredLineError};
 use crate::error::{Error, Result};
@@ -71,6 +73,9 @@ pub struct ReadOutcome {
     /// The file identity the read saw at its start. The read covers exactly
     /// the `identity.size` bytes the file had then.
     pub identity: FileIdentity,
+    /// The decoded size of the log (every line and its `\n`), as counted
+    /// against `maxLogBytes`.
+    pub log_bytes: u64,
 }
 
 fn corrupt(message: impl Into<String>) -> Error {
@@ -173,8 +178,66 @@ struct FrameEnd {
     torn_record: bool,
 }
 
+/// The limits of one read and its count of decoded bytes (shared by the
+/// threads of the read).
+struct Bounds<'a> {
+    limits: &'a Limits,
+    budget: Budget,
+    raw_log: &'a str,
+    zstd: bool,
+}
+
+impl<'a> Bounds<'a> {
+    fn new(limits: &'a Limits, raw_log: &'a str, zstd: bool) -> Self {
+        Bounds {
+            limits,
+            budget: limits.budget(),
+            raw_log,
+            zstd,
+        }
+    }
+
+    fn subject(&self) -> String {
+        if self.zstd {
+            format!("corrupt Zstandard session log {}", self.raw_log)
+        } else {
+            format!("corrupt session log {}", self.raw_log)
+        }
+    }
+
+    /// A complete line of `len` bytes (its `\n` not counted) at `place`.
+    fn line(&self, len: usize, place: impl FnOnce() -> String) -> Result<()> {
+        if len as u64 > self.limits.max_record_bytes {
+            return Err(self.limits.record_error(&self.subject(), &place()));
+        }
+        if !self.budget.charge(len as u64 + 1) {
+            return Err(self.limits.log_error(&self.subject(), &place()));
+        }
+        Ok(())
+    }
+
+    /// `len` bytes of a line whose end is not decoded or read yet.
+    fn pending(&self, len: usize, place: impl FnOnce() -> String) -> Result<()> {
+        if len as u64 > self.limits.max_record_bytes {
+            return Err(self.limits.record_error(&self.subject(), &place()));
+        }
+        Ok(())
+    }
+}
+
+fn at_byte(b: u64) -> String {
+    format!("starting at byte {b}")
+}
+
+fn in_frame(start: u64) -> String {
+    format!("in the frame at byte {start}")
+}
+
 /// A stretch of record lines, parsed and expanded but not yet judged.
-struct Parsed {
+struct Parsed<'b> {
+    bounds: &'b Bounds<'b>,
+    /// zstd: the start of the frame being decoded (named in limit errors).
+    frame_start: u64,
     lines: Vec<LineInfo>,
     /// The events of every parsed line (packed-row members with a seq below
     /// `skip_below` left out), from index `base` on.
@@ -185,10 +248,12 @@ struct Parsed {
     skip_below: u64,
 }
 
-impl Parsed {
+impl<'b> Parsed<'b> {
     /// A stretch whose events are added to `events` (after what it holds).
-    fn new(events: Vec<Event>, skip_below: u64) -> Self {
+    fn new(bounds: &'b Bounds<'b>, events: Vec<Event>, skip_below: u64) -> Self {
         Parsed {
+            bounds,
+            frame_start: 0,
             lines: Vec::new(),
             base: events.len(),
             events,
@@ -197,7 +262,12 @@ impl Parsed {
         }
     }
 
-    fn line(&mut self, text: &[u8], at: Cut) {
+    fn line(&mut self, text: &[u8], at: Cut) -> Result<()> {
+        let frame_start = self.frame_start;
+        self.bounds.line(text.len(), || match at {
+            Cut::Byte(b) => at_byte(b),
+            Cut::FrameLine { .. } => in_frame(frame_start),
+        })?;
         // Invalid UTF-8 decodes to U+FFFD, as the original's
         // `buffer.toString("utf8")` does: the record is kept (DIFFERENCES
         // A.1 #5), never cut as torn.
@@ -220,6 +290,23 @@ impl Parsed {
             at,
             events_end: self.events.len(),
         });
+        Ok(())
+    }
+
+    /// The sink of a frame decode: parses the complete lines at the front
+    /// of `b`, numbering them from `*k` in frame `index`, and refuses a
+    /// pending line over the record limit.
+    fn frame_lines(&mut self, b: &mut Vec<u8>, index: usize, k: &mut usize) -> Result<()> {
+        drain_lines(b, |line| {
+            let at = Cut::FrameLine {
+                frame: index,
+                line_in_frame: *k,
+            };
+            *k += 1;
+            self.line(line, at)
+        })?;
+        let start = self.frame_start;
+        self.bounds.pending(b.len(), || in_frame(start))
     }
 
     /// Decodes one complete frame, parsing its lines.
@@ -232,17 +319,10 @@ impl Parsed {
         out: &mut Vec<u8>,
     ) -> Result<()> {
         out.clear();
+        self.frame_start = frame.start;
         let mut k = 0usize;
         let end = dec.decode(&buf[frame.start as usize..frame.end as usize], out, |b| {
-            drain_lines(b, |line| {
-                let at = Cut::FrameLine {
-                    frame: index,
-                    line_in_frame: k,
-                };
-                k += 1;
-                self.line(line, at);
-                Ok(())
-            })
+            self.frame_lines(b, index, &mut k)
         })?;
         self.frames.push(FrameEnd {
             lines_end: self.lines.len(),
@@ -284,15 +364,15 @@ impl<'a> Rules<'a> {
     }
 
     /// A stretch that adds to the accepted events.
-    fn start(&mut self, skip_below: u64) -> Parsed {
-        Parsed::new(std::mem::take(&mut self.events), skip_below)
+    fn start<'b>(&mut self, bounds: &'b Bounds<'b>, skip_below: u64) -> Parsed<'b> {
+        Parsed::new(bounds, std::mem::take(&mut self.events), skip_below)
     }
 
     /// Judges lines `range` of `part`; `keep` becomes the `events_end` of
     /// the last accepted one.
     fn judge(
         &mut self,
-        part: &Parsed,
+        part: &Parsed<'_>,
         range: std::ops::Range<usize>,
         keep: &mut usize,
     ) -> Result<()> {
@@ -342,7 +422,7 @@ impl<'a> Rules<'a> {
 
     /// Applies the rules to a parsed stretch (its lines, and for zstd the
     /// end of each frame, in order) and keeps its accepted events.
-    fn absorb(&mut self, mut part: Parsed) -> Result<()> {
+    fn absorb(&mut self, mut part: Parsed<'_>) -> Result<()> {
         let mut keep = part.base;
         let mut line = 0;
         for f in &part.frames {
@@ -428,8 +508,8 @@ where
 }
 
 /// Reads a whole log, retrying while the file changes under the read.
-pub fn read_log(path: &Path, compression: Compression) -> Result<ReadOutcome> {
-    read_log_from(path, compression, 0)
+pub fn read_log(path: &Path, compression: Compression, limits: &Limits) -> Result<ReadOutcome> {
+    read_log_from(path, compression, 0, limits)
 }
 
 /// [`read_log`], leaving packed-row members with a seq below `skip_below`
@@ -439,10 +519,12 @@ pub fn read_log_from(
     path: &Path,
     compression: Compression,
     skip_below: u64,
+    limits: &Limits,
 ) -> Result<ReadOutcome> {
     let raw_log = path.display().to_string();
     for _ in 0..READ_ATTEMPTS {
-        let file = File::open(path).map_err(|e| io_err("cannot open", path, e))?;
+        let file = nofollow::open_read(path, nofollow::LOG_DEPTH)
+            .map_err(|e| nofollow::io_err("cannot open", path, nofollow::LOG_DEPTH, e))?;
         let before = FileIdentity::of(
             &file
                 .metadata()
@@ -454,15 +536,28 @@ pub fn read_log_from(
         let mut limited = (&file).take(before.size);
         let scanned = match compression {
             Compression::Zstd => {
-                let buf = read_all(&mut limited, before.size, path)?;
-                scan_zstd(&buf, &raw_log, skip_below, PARALLEL_MIN_ZSTD)?
+                let buf = read_all(
+                    &mut limited,
+                    before.size,
+                    path,
+                    zstd_file_cap(limits),
+                    limits,
+                )?;
+                scan_zstd(&buf, &raw_log, skip_below, PARALLEL_MIN_ZSTD, limits)?
             }
-            Compression::None => {
-                scan_plain(&mut limited, &raw_log, path, skip_below, PARALLEL_MIN_PLAIN)?
-            }
+            Compression::None => scan_plain(
+                &mut limited,
+                &raw_log,
+                path,
+                skip_below,
+                PARALLEL_MIN_PLAIN,
+                limits,
+            )?,
         };
-        let after =
-            FileIdentity::of(&std::fs::metadata(path).map_err(|e| io_err("cannot stat", path, e))?);
+        let after = FileIdentity::of(
+            &nofollow::metadata(path, nofollow::LOG_DEPTH)
+                .map_err(|e| nofollow::io_err("cannot stat", path, nofollow::LOG_DEPTH, e))?,
+        );
         // Unchanged, or only grown (an append by a live writer): the read is
         // a consistent snapshot of the state `before`. A file that shrank or
         // was replaced was repaired or rolled back under the read: again.
@@ -475,6 +570,7 @@ pub fn read_log_from(
                 torn: scanned.torn,
                 recovered_events: scanned.recovered_events,
                 identity: before,
+                log_bytes: scanned.log_bytes,
             });
         }
     }
@@ -483,10 +579,42 @@ pub fn read_log_from(
     )))
 }
 
-fn read_all(file: &mut impl Read, size_hint: u64, path: &Path) -> Result<Vec<u8>> {
-    let mut buf = Vec::with_capacity(size_hint as usize + 1);
-    file.read_to_end(&mut buf)
+/// The largest compressed log read at all: twice `maxLogBytes` (a frame
+/// adds a few bytes per 128 KiB block and per batch, so a log that decodes
+/// within the limit is far smaller than this).
+fn zstd_file_cap(limits: &Limits) -> u64 {
+    limits.max_log_bytes.saturating_mul(2)
+}
+
+/// Reads a whole file of at most `cap` bytes; a larger one is refused
+/// before it is read into memory.
+fn read_all(
+    file: &mut impl Read,
+    size_hint: u64,
+    path: &Path,
+    cap: u64,
+    limits: &Limits,
+) -> Result<Vec<u8>> {
+    let too_big = |size: u64| {
+        limits.log_error(
+            &format!("session log {}", path.display()),
+            &format!(
+                "the file holds {size} bytes, over the {cap} bytes a log within the limit can take"
+            ),
+        )
+    };
+    if size_hint > cap {
+        return Err(too_big(size_hint));
+    }
+    let mut buf = Vec::new();
+    crate::backend::limits::reserve_bounded(&mut buf, size_hint as usize + 1, 0)?;
+    file.by_ref()
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut buf)
         .map_err(|e| io_err("cannot read", path, e))?;
+    if buf.len() as u64 > cap {
+        return Err(too_big(buf.len() as u64));
+    }
     Ok(buf)
 }
 
@@ -498,6 +626,7 @@ struct Scanned {
     next_seq: u64,
     torn: Option<TornTail>,
     recovered_events: usize,
+    log_bytes: u64,
 }
 
 /// The first zstd frame must hold exactly one line, the header.
@@ -510,9 +639,16 @@ pub(crate) fn no_header(raw_log: &str) -> Error {
 }
 
 /// Reads up to `max` more bytes of `file` into `buf`; returns how many.
-fn read_more(file: &mut impl Read, buf: &mut Vec<u8>, max: usize, path: &Path) -> Result<usize> {
+/// `buf` never reserves much more than `cap + max` bytes.
+fn read_more(
+    file: &mut impl Read,
+    buf: &mut Vec<u8>,
+    max: usize,
+    cap: usize,
+    path: &Path,
+) -> Result<usize> {
     let before = buf.len();
-    buf.reserve(max);
+    crate::backend::limits::reserve_bounded(buf, max, cap)?;
     loop {
         match file.by_ref().take(max as u64).read_to_end(buf) {
             Ok(_) => return Ok(buf.len() - before),
@@ -524,12 +660,13 @@ fn read_more(file: &mut impl Read, buf: &mut Vec<u8>, max: usize, path: &Path) -
 
 /// Parses the lines of `text` (complete lines, each ending in `\n`; the
 /// first starts at file offset `offset`) into `part`.
-fn parse_plain_lines(part: &mut Parsed, text: &[u8], offset: u64) {
+fn parse_plain_lines(part: &mut Parsed<'_>, text: &[u8], offset: u64) -> Result<()> {
     let mut start = 0;
     for nl in memchr::memchr_iter(b'\n', text) {
-        part.line(&text[start..nl], Cut::Byte(offset + start as u64));
+        part.line(&text[start..nl], Cut::Byte(offset + start as u64))?;
         start = nl + 1;
     }
+    Ok(())
 }
 
 /// Where to split `text` (complete lines) into two halves of whole lines:
@@ -548,7 +685,10 @@ fn scan_plain(
     path: &Path,
     skip_below: u64,
     parallel_min: usize,
+    limits: &Limits,
 ) -> Result<Scanned> {
+    let bounds = Bounds::new(limits, raw_log, false);
+    let cap = limits.record();
     let mut rules = Rules::new(raw_log);
     let mut buf: Vec<u8> = Vec::new();
     let mut offset: u64; // file offset of buf[0]
@@ -556,38 +696,42 @@ fn scan_plain(
     // else about the file is judged.
     loop {
         if let Some(nl) = memchr::memchr(b'\n', &buf) {
+            bounds.line(nl, || at_byte(0))?;
             rules.header_line(&buf[..nl])?;
             buf.drain(..nl + 1);
             offset = nl as u64 + 1;
             break;
         }
-        if read_more(file, &mut buf, READ_CHUNK, path)? == 0 {
+        bounds.pending(buf.len(), || at_byte(0))?;
+        if read_more(file, &mut buf, READ_CHUNK, cap, path)? == 0 {
             return Err(no_header(raw_log));
         }
     }
     loop {
-        let n = read_more(file, &mut buf, READ_BLOCK, path)?;
+        bounds.pending(buf.len(), || at_byte(offset))?;
+        let n = read_more(file, &mut buf, READ_BLOCK, cap, path)?;
         let complete = memchr::memrchr(b'\n', &buf).map_or(0, |nl| nl + 1);
         if complete > 0 {
             let text = &buf[..complete];
             match split_point(text).filter(|_| text.len() >= parallel_min) {
                 Some(at) => {
                     let (a, b) = text.split_at(at);
-                    let mut first = rules.start(skip_below);
-                    let ((), second) = parallel::join(
+                    let mut first = rules.start(&bounds, skip_below);
+                    let (r1, second) = parallel::join(
                         || parse_plain_lines(&mut first, a, offset),
                         || {
-                            let mut part = Parsed::new(Vec::new(), skip_below);
-                            parse_plain_lines(&mut part, b, offset + at as u64);
-                            part
+                            let mut part = Parsed::new(&bounds, Vec::new(), skip_below);
+                            parse_plain_lines(&mut part, b, offset + at as u64).map(|()| part)
                         },
                     );
+                    r1?;
+                    let second = second??;
                     rules.absorb(first)?;
-                    rules.absorb(second?)?;
+                    rules.absorb(second)?;
                 }
                 None => {
-                    let mut part = rules.start(skip_below);
-                    parse_plain_lines(&mut part, text, offset);
+                    let mut part = rules.start(&bounds, skip_below);
+                    parse_plain_lines(&mut part, text, offset)?;
                     rules.absorb(part)?;
                 }
             }
@@ -622,17 +766,18 @@ fn scan_plain(
         next_seq: rules.expected,
         torn,
         recovered_events: 0,
+        log_bytes: bounds.budget.used() + buf.len() as u64,
     })
 }
 
 /// Decodes and parses frames `range` of `scan` into `part`.
 fn parse_frames(
-    part: &mut Parsed,
+    part: &mut Parsed<'_>,
     buf: &[u8],
     frames: &[frames::Frame],
     first_index: usize,
 ) -> Result<()> {
-    let mut dec = FrameDecoder::new();
+    let mut dec = FrameDecoder::bounded(part.bounds.limits.record());
     let mut out = Vec::new();
     for (k, frame) in frames.iter().enumerate() {
         part.frame(&mut dec, buf, frame, first_index + k, &mut out)?;
@@ -648,8 +793,15 @@ fn frame_split(frames: &[frames::Frame]) -> Option<usize> {
     (at > 0 && at < frames.len()).then_some(at)
 }
 
-fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) -> Result<Scanned> {
-    let mut dec = FrameDecoder::new();
+fn scan_zstd(
+    buf: &[u8],
+    raw_log: &str,
+    skip_below: u64,
+    parallel_min: usize,
+    limits: &Limits,
+) -> Result<Scanned> {
+    let bounds = Bounds::new(limits, raw_log, true);
+    let mut dec = FrameDecoder::bounded(limits.record());
     let mut out = Vec::new();
     let mut rules = Rules::new(raw_log);
     // The header frame first: a foreign version is refused before anything
@@ -660,7 +812,7 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
         ))
     })?;
     {
-        let part = rules.start(skip_below);
+        let part = rules.start(&bounds, skip_below);
         let mut extra_lines = false;
         let end = dec.decode(
             &buf[first.start as usize..first.end as usize],
@@ -668,11 +820,13 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
             |b| {
                 drain_lines(b, |line| {
                     if rules.header.is_none() {
+                        bounds.line(line.len(), || in_frame(0))?;
                         return rules.header_line(line);
                     }
                     extra_lines = true;
                     Ok(())
-                })
+                })?;
+                bounds.pending(b.len(), || in_frame(0))
             },
         )?;
         if end == DecodeEnd::Finished && (extra_lines || rules.header.is_none() || !out.is_empty())
@@ -700,11 +854,11 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
     match frame_split(rest).filter(|_| rest_bytes >= parallel_min) {
         Some(at) => {
             let (a, b) = rest.split_at(at);
-            let mut first_part = rules.start(skip_below);
+            let mut first_part = rules.start(&bounds, skip_below);
             let (r1, r2) = parallel::join(
                 || parse_frames(&mut first_part, buf, a, 1),
                 || {
-                    let mut part = Parsed::new(Vec::new(), skip_below);
+                    let mut part = Parsed::new(&bounds, Vec::new(), skip_below);
                     parse_frames(&mut part, buf, b, 1 + at).map(|()| part)
                 },
             );
@@ -714,7 +868,7 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
             rules.absorb(second)?;
         }
         None => {
-            let mut part = rules.start(skip_below);
+            let mut part = rules.start(&bounds, skip_below);
             parse_frames(&mut part, buf, rest, 1)?;
             rules.absorb(part)?;
         }
@@ -732,17 +886,12 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
         out.clear();
         // Decode what the cut frame still holds; complete lines count, the
         // partial last line (and anything a decoder error hides) is torn.
-        let mut part = rules.start(skip_below);
+        let mut part = rules.start(&bounds, skip_below);
+        part.frame_start = start;
+        // A sink error (a limit) fails the read; a decoder error only ends
+        // what the torn frame yields.
         let _ = dec.decode(&buf[start as usize..], &mut out, |b| {
-            drain_lines(b, |line| {
-                let at = Cut::FrameLine {
-                    frame: torn_index,
-                    line_in_frame: torn_lines,
-                };
-                torn_lines += 1;
-                part.line(line, at);
-                Ok(())
-            })
+            part.frame_lines(b, torn_index, &mut torn_lines)
         })?;
         rules.absorb(part)?;
     }
@@ -793,6 +942,7 @@ fn scan_zstd(buf: &[u8], raw_log: &str, skip_below: u64, parallel_min: usize) ->
         next_seq: rules.expected,
         torn,
         recovered_events,
+        log_bytes: bounds.budget.used(),
     })
 }
 
@@ -816,23 +966,44 @@ fn first_lines(dec: &mut FrameDecoder, frame: &[u8], n: usize) -> Result<Vec<Str
 
 /// The decoded text of a log (`read_raw`): zstd, the complete frames (each
 /// validated); none, the whole file. Returns the text and the file identity.
-pub fn read_text(path: &Path, compression: Compression) -> Result<(String, FileIdentity)> {
-    let mut file = File::open(path).map_err(|e| io_err("cannot open", path, e))?;
+/// The text is bounded by `maxLogBytes` (it is one string).
+pub fn read_text(
+    path: &Path,
+    compression: Compression,
+    limits: &Limits,
+) -> Result<(String, FileIdentity)> {
+    let mut file = nofollow::open_read(path, nofollow::LOG_DEPTH)
+        .map_err(|e| nofollow::io_err("cannot open", path, nofollow::LOG_DEPTH, e))?;
     let identity = FileIdentity::of(
         &file
             .metadata()
             .map_err(|e| io_err("cannot stat", path, e))?,
     );
-    let buf = read_all(&mut file, identity.size, path)?;
+    let cap = match compression {
+        Compression::None => limits.max_log_bytes,
+        Compression::Zstd => zstd_file_cap(limits),
+    };
+    let buf = read_all(&mut file, identity.size, path, cap, limits)?;
     let text = match compression {
         Compression::None => buf,
         Compression::Zstd => {
             let scan = frames::scan(&buf)?;
-            let mut dec = FrameDecoder::new();
-            let mut out = Vec::with_capacity(buf.len() * 4);
+            let max = usize::try_from(limits.max_log_bytes).unwrap_or(usize::MAX);
+            let mut dec = FrameDecoder::bounded(max);
+            let mut out = Vec::new();
+            crate::backend::limits::reserve_bounded(
+                &mut out,
+                buf.len().saturating_mul(4).min(max),
+                0,
+            )?;
+            let subject = format!("corrupt Zstandard session log {}", path.display());
             for f in &scan.frames {
-                let end =
-                    dec.decode(&buf[f.start as usize..f.end as usize], &mut out, |_| Ok(()))?;
+                let end = dec.decode(&buf[f.start as usize..f.end as usize], &mut out, |b| {
+                    if b.len() > max {
+                        return Err(limits.log_error(&subject, &in_frame(f.start)));
+                    }
+                    Ok(())
+                })?;
                 match end {
                     DecodeEnd::Finished => {}
                     DecodeEnd::Failed(cause) => return Err(frame_failed(f.start, cause)),
@@ -871,16 +1042,48 @@ pub fn header_of_text(text: &str, raw_log: &str) -> Result<SessionHeader> {
 /// (zstd), parsed as a header of any version. `Ok(None)` when the file is
 /// empty, has no complete first line, or its first line is not a header.
 /// `dec` is reused across a listing.
+///
+/// Bounded by `maxRecordBytes`: a first line (none) or a header frame (zstd,
+/// decoded and checked to its end, the header line kept) longer than that is
+/// a corruption error.
 pub fn peek_header(
     path: &Path,
     compression: Compression,
     dec: &mut FrameDecoder,
+    limits: &Limits,
 ) -> Result<Option<(SessionHeader, FileIdentity)>> {
-    let mut file = match File::open(path) {
+    let file = match nofollow::open_read(path, nofollow::LOG_DEPTH) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err("cannot open", path, e)),
+        Err(e) => {
+            return Err(nofollow::io_err(
+                "cannot open",
+                path,
+                nofollow::LOG_DEPTH,
+                e,
+            ));
+        }
     };
+    peek_header_file(file, path, compression, dec, limits)
+}
+
+/// [`peek_header`] of the log at `path`, already opened (a listing opens
+/// each file relative to its directories' descriptors).
+pub fn peek_header_file(
+    mut file: File,
+    path: &Path,
+    compression: Compression,
+    dec: &mut FrameDecoder,
+    limits: &Limits,
+) -> Result<Option<(SessionHeader, FileIdentity)>> {
+    let record = limits.record();
+    let subject = || match compression {
+        Compression::None => format!("corrupt session log {}", path.display()),
+        Compression::Zstd => format!("corrupt Zstandard session log {}", path.display()),
+    };
+    // A header frame that decodes within the record limit is no larger
+    // than this compressed (raw blocks add 3 bytes per 128 KiB).
+    let frame_cap = record.saturating_add(record / 64).saturating_add(1024);
     let identity = FileIdentity::of(
         &file
             .metadata()
@@ -889,6 +1092,17 @@ pub fn peek_header(
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = 4096usize;
     let line: Vec<u8> = loop {
+        let cap = match compression {
+            Compression::None => record,
+            Compression::Zstd => frame_cap,
+        };
+        if buf.len() > cap {
+            let place = match compression {
+                Compression::None => "starting at byte 0",
+                Compression::Zstd => "in the header frame at byte 0",
+            };
+            return Err(limits.record_error(&subject(), place));
+        }
         let len = buf.len();
         buf.resize(len + chunk, 0);
         let n = file
@@ -906,10 +1120,37 @@ pub fn peek_header(
             // The first frame is judged as the original's list judges it:
             // a frame that fails to decode, or holds more than the header
             // line, fails the whole listing (DIFFERENCES A.1 #11, B 15).
+            // The header line is kept; the rest of the frame is decoded
+            // (to check it) and dropped as it comes.
             Compression::Zstd => {
                 if let Some(f) = frames::first_frame(&buf)? {
                     let mut out = Vec::new();
-                    let end = dec.decode(&buf[..f.end as usize], &mut out, |_| Ok(()))?;
+                    let mut first: Option<Vec<u8>> = None;
+                    let mut extra = false;
+                    let mut decoded = 0usize;
+                    let end = dec.decode(&buf[..f.end as usize], &mut out, |b| {
+                        if first.is_some() {
+                            extra |= !b.is_empty();
+                        } else {
+                            match memchr::memchr(b'\n', b) {
+                                Some(nl) => {
+                                    first = Some(b[..nl].to_vec());
+                                    extra |= b.len() > nl + 1;
+                                }
+                                // Keep the start of a long header line.
+                                None if b.len() <= record => return Ok(()),
+                                None => {}
+                            }
+                        }
+                        decoded = decoded.saturating_add(b.len());
+                        b.clear();
+                        if decoded > record.saturating_add(1) {
+                            return Err(
+                                limits.record_error(&subject(), "in the header frame at byte 0")
+                            );
+                        }
+                        Ok(())
+                    })?;
                     if end != DecodeEnd::Finished {
                         let cause = match end {
                             DecodeEnd::Failed(c) => c,
@@ -923,12 +1164,9 @@ pub fn peek_header(
                             cause: Some(cause),
                         });
                     }
-                    match memchr::memchr(b'\n', &out) {
-                        Some(nl) if nl + 1 == out.len() => {
-                            out.truncate(nl);
-                            break out;
-                        }
-                        Some(_) => return Err(header_frame_not_one_line()),
+                    match first {
+                        Some(_) if extra => return Err(header_frame_not_one_line()),
+                        Some(line) => break line,
                         None => return Ok(None),
                     }
                 }
@@ -1040,7 +1278,14 @@ mod tests {
             .write_all(bytes)
             .unwrap();
         let mut f = File::open(&path).unwrap();
-        let r = show(scan_plain(&mut f, "LOG", &path, skip, parallel_min));
+        let r = show(scan_plain(
+            &mut f,
+            "LOG",
+            &path,
+            skip,
+            parallel_min,
+            &Limits::default(),
+        ));
         let _ = std::fs::remove_file(&path);
         r
     }
@@ -1051,8 +1296,8 @@ mod tests {
         let z = zstd_bytes(batches);
         let p = plain_bytes(batches);
         for skip in [0, 17] {
-            let seq = show(scan_zstd(&z, "LOG", skip, usize::MAX));
-            let par = show(scan_zstd(&z, "LOG", skip, 0));
+            let seq = show(scan_zstd(&z, "LOG", skip, usize::MAX, &Limits::default()));
+            let par = show(scan_zstd(&z, "LOG", skip, 0, &Limits::default()));
             assert_eq!(seq, par, "zstd, {what}, skip {skip}");
             let seq = plain_scan(&p, skip, usize::MAX);
             let par = plain_scan(&p, skip, 0);
@@ -1101,8 +1346,8 @@ mod tests {
                 let t = &z[..z.len() - cut];
                 for skip in [0, 30] {
                     assert_eq!(
-                        show(scan_zstd(t, "LOG", skip, usize::MAX)),
-                        show(scan_zstd(t, "LOG", skip, 0)),
+                        show(scan_zstd(t, "LOG", skip, usize::MAX, &Limits::default())),
+                        show(scan_zstd(t, "LOG", skip, 0, &Limits::default())),
                         "zstd cut {cut}"
                     );
                 }
@@ -1120,8 +1365,8 @@ mod tests {
             let mut bad = z.clone();
             bad[at] ^= 0x55;
             assert_eq!(
-                show(scan_zstd(&bad, "LOG", 0, usize::MAX)),
-                show(scan_zstd(&bad, "LOG", 0, 0)),
+                show(scan_zstd(&bad, "LOG", 0, usize::MAX, &Limits::default())),
+                show(scan_zstd(&bad, "LOG", 0, 0, &Limits::default())),
                 "zstd byte {at} flipped"
             );
         }
@@ -1133,7 +1378,7 @@ mod tests {
         for (bytes, zstd) in [(zstd_bytes(&clean), true), (plain_bytes(&clean), false)] {
             let scan = |skip| {
                 if zstd {
-                    scan_zstd(&bytes, "LOG", skip, 0).unwrap()
+                    scan_zstd(&bytes, "LOG", skip, 0, &Limits::default()).unwrap()
                 } else {
                     let path = std::env::temp_dir().join(format!(
                         "dsh-reader-skip-{}-{}.jsonl",
@@ -1141,7 +1386,14 @@ mod tests {
                         FILES.fetch_add(1, Ordering::Relaxed)
                     ));
                     std::fs::write(&path, &bytes).unwrap();
-                    let r = scan_plain(&mut File::open(&path).unwrap(), "LOG", &path, skip, 0);
+                    let r = scan_plain(
+                        &mut File::open(&path).unwrap(),
+                        "LOG",
+                        &path,
+                        skip,
+                        0,
+                        &Limits::default(),
+                    );
                     let _ = std::fs::remove_file(&path);
                     r.unwrap()
                 }

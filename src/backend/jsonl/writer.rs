@@ -1,13 +1,16 @@
 //! Durable JSONL writes (SPEC §3.4): lazy creation published atomically with
 //! `link()`, fsynced appends with a rollback truncate, and torn-tail cuts.
 
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::OFlags;
 
 use super::codec_zstd;
 use super::layout::{Compression, io_err};
+use super::nofollow::{self, LOG_DEPTH};
 use super::revision::{FileIdentity, random_u64};
 use crate::codec::chunk_rows::Record;
 use crate::error::{Error, Result};
@@ -38,47 +41,50 @@ pub fn batch_text(prefix_lines: &[String], records: &[Record]) -> String {
     out
 }
 
-fn fsync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| fault::sync_dir(&d))
-        .map_err(|e| io_err("cannot fsync directory", dir, e))
+fn fsync_dir(dir: &OwnedFd, path: &Path) -> Result<()> {
+    rustix::io::dup(dir)
+        .map_err(io::Error::from)
+        .and_then(|d| fault::sync_dir(&File::from(d)))
+        .map_err(|e| io_err("cannot fsync directory", path, e))
 }
 
-/// Creates `dir` (mode 0700) if missing, then fsyncs its parent.
-pub fn ensure_dir(dir: &Path) -> Result<()> {
-    match DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {
-            if let Some(parent) = dir.parent() {
-                fsync_dir(parent)?;
-            }
-            Ok(())
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
-        Err(e) => Err(io_err("cannot create directory", dir, e)),
-    }
+/// Creates `dir` (mode 0700) if missing, then fsyncs its parent (also when
+/// it was there already: another creator's entry may not be durable yet).
+/// `inside` counts the components of `dir` inside the root: none of them
+/// may be a symbolic link (see [`nofollow`]).
+pub fn ensure_dir(dir: &Path, inside: usize) -> Result<()> {
+    nofollow::create_dir(dir, inside)
+        .map(drop)
+        .map_err(|e| nofollow::io_err("cannot create directory", dir, inside, e))
 }
 
 /// Publishes a new log at `path` with `content`: a temp file
 /// `<name>.<12 hex>.tmp` (O_EXCL, 0600) is written and fsynced, linked to the
 /// final name (never replacing an existing log), unlinked, and the directory
 /// fsynced. Fails with a conflict when the log already exists.
+///
+/// Every step runs in the session directory opened without following links
+/// (no component inside the root may be a symbolic link).
 pub fn create_log(path: &Path, content: &[u8]) -> Result<FileIdentity> {
-    let dir = path.parent().expect("a log path has a directory");
+    let dir_path = path.parent().expect("a log path has a directory");
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
         .expect("log names are UTF-8");
-    let (tmp, mut file) = open_temp(dir, name)?;
+    let dir = nofollow::open_dir(dir_path, LOG_DEPTH - 1)
+        .map_err(|e| nofollow::io_err("cannot open directory", dir_path, LOG_DEPTH - 1, e))?;
+    let (tmp_name, mut file) = open_temp(&dir, dir_path, name)?;
+    let tmp = dir_path.join(&tmp_name);
     let written = fault::write_all(&mut file, content)
         .and_then(|()| fault::sync(&file))
         .map_err(|e| io_err("cannot write", &tmp, e));
     drop(file);
     if let Err(e) = written {
-        let _ = fault::remove_file(&tmp);
+        let _ = fault::unlink_at(&dir, &tmp_name);
         return Err(e);
     }
-    let linked = fault::hard_link(&tmp, path);
-    let _ = fault::remove_file(&tmp);
+    let linked = fault::link_at(&dir, &tmp_name, name);
+    let _ = fault::unlink_at(&dir, &tmp_name);
     match linked {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -89,13 +95,15 @@ pub fn create_log(path: &Path, content: &[u8]) -> Result<FileIdentity> {
         }
         Err(e) => return Err(io_err("cannot publish", path, e)),
     }
-    if let Err(e) = fsync_dir(dir) {
+    if let Err(e) = fsync_dir(&dir, dir_path) {
         // The link may not be durable: withdraw it, so a failed append leaves
         // no log behind and can be retried.
-        let _ = fault::remove_file(path);
+        let _ = fault::unlink_at(&dir, name);
         return Err(e);
     }
-    let meta = fs::metadata(path).map_err(|e| io_err("cannot stat", path, e))?;
+    let meta = nofollow::open_file_at(&dir, name, OFlags::RDONLY | OFlags::NONBLOCK, 0)
+        .and_then(|f| f.metadata())
+        .map_err(|e| io_err("cannot stat", path, e))?;
     Ok(FileIdentity::of(&meta))
 }
 
@@ -109,26 +117,23 @@ pub fn is_temp_name(name: &str) -> bool {
     })
 }
 
-fn open_temp(dir: &Path, name: &str) -> Result<(PathBuf, File)> {
+fn open_temp(dir: &OwnedFd, dir_path: &Path, name: &str) -> Result<(String, File)> {
     for _ in 0..16 {
-        let tmp = dir.join(format!(
-            "{name}.{:012x}.tmp",
-            random_u64() & 0xFFFF_FFFF_FFFF
-        ));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-        {
+        let tmp = format!("{name}.{:012x}.tmp", random_u64() & 0xFFFF_FFFF_FFFF);
+        match nofollow::open_file_at(
+            dir,
+            tmp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
+            0o600,
+        ) {
             Ok(f) => return Ok((tmp, f)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(io_err("cannot create temp file", &tmp, e)),
+            Err(e) => return Err(io_err("cannot create temp file", &dir_path.join(tmp), e)),
         }
     }
     Err(Error::io_msg(format!(
         "cannot create a unique temp file in {}",
-        dir.display()
+        dir_path.display()
     )))
 }
 
@@ -141,12 +146,20 @@ pub struct OpenLog {
 }
 
 impl OpenLog {
-    /// Opens `path` with `O_APPEND`. `Ok(None)` when it does not exist.
+    /// Opens `path` with `O_APPEND` (no link inside the root followed).
+    /// `Ok(None)` when it does not exist.
     pub fn open(path: &Path) -> Result<Option<OpenLog>> {
-        let file = match OpenOptions::new().append(true).open(path) {
+        let file = match nofollow::open_file(path, LOG_DEPTH, OFlags::WRONLY | OFlags::APPEND, 0) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_err("cannot open for append", path, e)),
+            Err(e) => {
+                return Err(nofollow::io_err(
+                    "cannot open for append",
+                    path,
+                    LOG_DEPTH,
+                    e,
+                ));
+            }
         };
         let meta = file
             .metadata()
@@ -213,7 +226,13 @@ mod tests {
         if !full.exists() {
             return;
         }
-        let mut log = OpenLog::open(full).unwrap().unwrap();
+        let file = std::fs::OpenOptions::new().append(true).open(full).unwrap();
+        let identity = FileIdentity::of(&file.metadata().unwrap());
+        let mut log = OpenLog {
+            path: full.to_path_buf(),
+            file,
+            identity,
+        };
         let e = log.append(b"x\n").unwrap_err();
         assert_eq!(e.kind(), crate::error::ErrorKind::Io);
         assert!(e.to_string().contains("/dev/full"), "{e}");
@@ -221,8 +240,11 @@ mod tests {
 
     #[test]
     fn truncate_then_append_keeps_the_prefix() {
-        let dir = std::env::temp_dir().join(format!("dsh-writer-{}", random_u64()));
-        ensure_dir(&dir).unwrap();
+        let base = std::env::temp_dir().join(format!("dsh-writer-{}", random_u64()));
+        let dir = base.join("p").join("s");
+        std::fs::create_dir_all(&base).unwrap();
+        ensure_dir(&base.join("p"), 1).unwrap();
+        ensure_dir(&dir, 2).unwrap();
         let path = dir.join("session.jsonl");
         create_log(&path, b"h\na\nb\n").unwrap();
         let e = create_log(&path, b"other\n").unwrap_err();
@@ -231,7 +253,7 @@ mod tests {
         log.truncate(4).unwrap();
         let id = log.append(b"c\n").unwrap();
         assert_eq!(id.size, 6);
-        assert_eq!(fs::read(&path).unwrap(), b"h\na\nc\n");
-        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"h\na\nc\n");
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

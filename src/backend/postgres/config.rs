@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::backend::limits::Limits;
 use crate::error::{Error, Result};
 use crate::model::json::quote;
 
@@ -97,6 +98,8 @@ pub struct PostgresConfig {
     pub ssl_key: Option<PathBuf>,
     /// `applicationName` (default `dsh-persist`).
     pub application_name: String,
+    /// `maxRecordBytes` / `maxLogBytes`: the read and write bounds.
+    pub limits: Limits,
 }
 
 impl PostgresConfig {
@@ -112,6 +115,7 @@ impl PostgresConfig {
             ssl_cert: None,
             ssl_key: None,
             application_name: DEFAULT_APPLICATION_NAME.to_string(),
+            limits: Limits::default(),
         }
     }
 

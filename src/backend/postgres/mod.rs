@@ -37,6 +37,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use crate::backend::limits::Limits;
 use crate::backend::rows::{checks, scan as row_scan};
 use crate::backend::{
     Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
@@ -114,6 +115,11 @@ pub struct PostgresBackend {
     revision_prefix: String,
     /// Pids of the connections holding this backend's writer locks.
     own_locks: Arc<Mutex<HashSet<i32>>>,
+    /// `maxRecordBytes` / `maxLogBytes`: every read decodes under them, every
+    /// appended event is checked against the record bound.
+    limits: Limits,
+    /// `PostgreSQL server at …`, the subject of limit errors.
+    label: String,
 }
 
 impl PostgresBackend {
@@ -131,6 +137,8 @@ impl PostgresBackend {
             schema::ensure_schema(&mut conn.client, &label, &config.schema)?
         };
         Ok(PostgresBackend {
+            limits: config.limits,
+            label: label.clone(),
             pool,
             channel: format!("{}{NOTIFY_SUFFIX}", config.schema),
             revision_prefix: format!("postgres:schema:{}", config.schema),
@@ -375,6 +383,9 @@ impl Backend for PostgresBackend {
         }
         checks::check_contiguous(id, events)?;
         writer::check_header(header)?;
+        for e in events {
+            self.limits.check_event(e, id)?;
+        }
         let batch = writer::Batch::encode(id, events)?;
         let first = events[0].seq;
         let next = first + events.len() as u64;
@@ -384,7 +395,19 @@ impl Backend for PostgresBackend {
         };
         let (inc, rev) = self.run(
             &|| format!("cannot append to session {}", quote(id)),
-            |c, retry| writer::append(c, header, events, &batch, next, expect, &notify, retry),
+            |c, retry| {
+                writer::append(
+                    c,
+                    header,
+                    events,
+                    &batch,
+                    next,
+                    expect,
+                    &notify,
+                    retry,
+                    &self.limits,
+                )
+            },
         )?;
         Ok(self.token(&inc, rev))
     }
@@ -392,9 +415,12 @@ impl Backend for PostgresBackend {
     fn read(&self, id: &str) -> Result<Option<StoredLog>> {
         let read = self.run(
             &|| format!("cannot read the events of session {}", quote(id)),
-            |c, _| row_scan::read_pipelined(|sink| reader::read_log(c, id, sink)),
+            |c, _| {
+                let ctx = row_scan::ReadCtx::new(&self.limits, &self.label, id);
+                row_scan::read_pipelined(&ctx, |sink| reader::read_log(c, id, sink))
+            },
         )?;
-        Ok(read.map(|(session, events, torn)| StoredLog {
+        Ok(read.map(|(session, events, torn, _log_bytes)| StoredLog {
             revision: self.token(&session.incarnation, session.revision),
             header: session.header,
             events,
@@ -417,7 +443,11 @@ impl Backend for PostgresBackend {
         };
         Ok(Some(ScannedSuffix {
             header: session.header,
-            events: row_scan::scan_suffix(rows, from_seq)?,
+            events: row_scan::scan_suffix(
+                rows,
+                from_seq,
+                &row_scan::ReadCtx::new(&self.limits, &self.label, id),
+            )?,
             raw_log: None,
             recovered_events: 0,
         }))

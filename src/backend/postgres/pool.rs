@@ -11,9 +11,9 @@
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 
+use super::tls::Connector;
 use parking_lot::{Condvar, Mutex};
 use postgres::{Client, Statement};
-use postgres_native_tls::MakeTlsConnector;
 
 use crate::error::{Error, Result};
 
@@ -42,7 +42,7 @@ impl Conn {
 /// Opens one connection as every connection of a store is opened: TLS as
 /// configured, then `synchronous_commit = on` (checked) and the store's
 /// schema as `search_path`.
-pub fn connect(r: &Resolved, tls: &MakeTlsConnector, schema_ident: &str) -> Result<Conn> {
+pub fn connect(r: &Resolved, tls: &Connector, schema_ident: &str) -> Result<Conn> {
     let mut client = r.pg.connect(tls.clone()).map_err(|e| connect_error(r, e))?;
     let setup = format!("SET synchronous_commit = on; SET search_path TO {schema_ident}");
     client
@@ -78,7 +78,19 @@ fn connect_error(r: &Resolved, e: postgres::Error) -> Error {
             db.code().code()
         ));
     }
-    Error::io_msg(format!("{}: cannot connect: {e}", r.label))
+    Error::io_msg(format!("{}: cannot connect: {}", r.label, with_causes(&e)))
+}
+
+/// `e` and every error it wraps: the client's message alone ("error
+/// performing TLS handshake") hides the cause.
+fn with_causes(e: &postgres::Error) -> String {
+    let mut message = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        message.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    message
 }
 
 /// Maps a driver error to ours, naming the server and what we were doing:
@@ -87,7 +99,7 @@ fn connect_error(r: &Resolved, e: postgres::Error) -> Error {
 /// argument, everything else (the connection, the server) an I/O error.
 pub fn pg_error(label: &str, context: &str, e: &postgres::Error) -> Error {
     let Some(db) = e.as_db_error() else {
-        return Error::io_msg(format!("{label}: {context}: {e}"));
+        return Error::io_msg(format!("{label}: {context}: {}", with_causes(e)));
     };
     let code = db.code().code();
     let message = format!("{label}: {context}: {} ({code})", db.message());
@@ -125,7 +137,7 @@ struct State {
 /// At most `max` connections; [`Pool::get`] waits while all are out.
 pub struct Pool {
     resolved: Resolved,
-    tls: MakeTlsConnector,
+    tls: Connector,
     schema_ident: String,
     max: usize,
     state: Mutex<State>,
@@ -133,12 +145,7 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn new(
-        resolved: Resolved,
-        tls: MakeTlsConnector,
-        schema_ident: String,
-        max: usize,
-    ) -> Pool {
+    pub fn new(resolved: Resolved, tls: Connector, schema_ident: String, max: usize) -> Pool {
         Pool {
             resolved,
             tls,

@@ -10,6 +10,7 @@
 //! the server committed), and returns that as success.
 
 use crate::backend::Expect;
+use crate::backend::limits::Limits;
 use crate::backend::rows::{self, EncodedRow, StoredRow, Value, checks, scan};
 use crate::codec::chunk_rows::{PackLimits, pack};
 use crate::error::{Error, Result};
@@ -191,6 +192,7 @@ pub fn append(
     expect: Expect<'_>,
     notify: &Notify<'_>,
     retry: bool,
+    limits: &Limits,
 ) -> std::result::Result<(String, i64), Fail> {
     let id = header.id.as_str();
     let first_seq = events.first().map_or(next_seq, |e| e.seq);
@@ -245,7 +247,7 @@ pub fn append(
         stored_next,
         events,
         |from| match stored_below {
-            Some(rows) => scan::scan_suffix(rows, from),
+            Some(rows) => scan::scan_suffix(rows, from, &scan::ReadCtx::new(limits, "", id)),
             None => Ok(Vec::new()),
         },
     )?;

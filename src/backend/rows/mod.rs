@@ -9,6 +9,13 @@
 //! text is at least [`COMPRESS_MIN_BYTES`] long and compresses smaller.
 //! `source_event_seqs` is a varint BLOB ([`varint`]).
 //!
+//! Stored bytes are untrusted: a row's size is bounded by `maxRecordBytes`
+//! (checked before anything is copied, [`FetchBounds`], and while a BLOB
+//! decompresses) and counted against the read's `maxLogBytes`
+//! ([`crate::backend::limits`]); TEXT that is not valid UTF-8 is read with
+//! U+FFFD in place of each bad sequence ([`lossy_string`]), as the
+//! original's SQLite driver reads it (PostgreSQL stores only valid UTF-8).
+//!
 //! Files: this one (row values, encoding, decoding), [`varint`], [`scan`]
 //! (the last-turn/end rule over decoded rows, the pipelined full read, the
 //! seeking suffix read), [`checks`] (the append and repair preconditions).
@@ -17,8 +24,7 @@ pub mod checks;
 pub mod scan;
 pub mod varint;
 
-use std::io::Read as _;
-
+use crate::backend::limits::{Budget, Limits};
 use crate::codec::chunk_rows::{PackedRow, Record};
 use crate::model::event::{Event, EventType, KeyOrder};
 use crate::model::json::{self, JsonText, MAX_SAFE_INTEGER};
@@ -67,9 +73,9 @@ pub const COMPRESSION_LEVEL: i32 = 3;
 /// Decompressed size cap of a packed row's `data` (the 1 MiB row bound).
 pub const PACKED_DATA_CAP: usize = 1024 * 1024;
 
-/// Decompressed size cap of a scalar row's `data` (a guard against
-/// decompression bombs; far above any real event).
-pub const SCALAR_DATA_CAP: usize = 1 << 30;
+/// Decompressed size cap of a scalar row's `data` when no store limits
+/// apply (single-row decodes); reads cap it at `maxRecordBytes`.
+pub const SCALAR_DATA_CAP: usize = crate::backend::limits::DEFAULT_MAX_RECORD_BYTES as usize;
 
 /// The `ignorable` value marking a packed row.
 pub const PACKED_MARKER: i64 = 0;
@@ -152,6 +158,58 @@ thread_local! {
         std::cell::RefCell::new(zstd::zstd_safe::DCtx::create());
 }
 
+/// Why a BLOB did not inflate.
+enum Inflate {
+    /// It decodes to more than the cap.
+    TooLong,
+    /// The message of a bad frame, or of a refused allocation.
+    Bad(String),
+}
+
+/// Decompresses one zstd frame into at most `cap` bytes, in steps, with a
+/// buffer that never reserves much past the cap.
+fn inflate(blob: &[u8], cap: usize) -> Result<Vec<u8>, Inflate> {
+    use zstd::zstd_safe::{InBuffer, OutBuffer, ResetDirective};
+    const STEP: usize = 64 * 1024;
+    DECODER.with(|ctx| {
+        // One decoding context per thread, reused: creating one per row
+        // costs large allocations (and, on two threads, their unmapping).
+        let mut ctx = ctx.borrow_mut();
+        let _ = ctx.reset(ResetDirective::SessionOnly);
+        let mut out: Vec<u8> = Vec::new();
+        let first = blob.len().saturating_mul(4).min(cap).max(STEP);
+        crate::backend::limits::reserve_bounded(&mut out, first, cap)
+            .map_err(|e| Inflate::Bad(e.to_string()))?;
+        let mut input = InBuffer::around(blob);
+        loop {
+            crate::backend::limits::reserve_bounded(&mut out, STEP, cap)
+                .map_err(|e| Inflate::Bad(e.to_string()))?;
+            let before = out.len();
+            let hint = {
+                let mut ob = OutBuffer::around_pos(&mut out, before);
+                ctx.decompress_stream(&mut ob, &mut input).map_err(|code| {
+                    Inflate::Bad(format!(
+                        "data BLOB does not decompress: {}",
+                        zstd::zstd_safe::get_error_name(code)
+                    ))
+                })?
+            };
+            if out.len() > cap {
+                return Err(Inflate::TooLong);
+            }
+            // Concatenated frames decode one after the other.
+            if hint == 0 && input.pos() == blob.len() {
+                return Ok(out);
+            }
+            if input.pos() == blob.len() && out.len() == before {
+                return Err(Inflate::Bad(
+                    "data BLOB does not decompress: the frame is truncated".into(),
+                ));
+            }
+        }
+    })
+}
+
 /// The JSON text of `data`, decompressing a BLOB (output capped at `cap`
 /// bytes) and requiring valid UTF-8.
 pub fn decode_data(value: Value, cap: usize) -> Result<String, String> {
@@ -163,29 +221,49 @@ pub fn decode_data(value: Value, cap: usize) -> Result<String, String> {
 
 /// [`decode_data`] of a borrowed value: TEXT is borrowed, not copied.
 pub fn decode_data_ref(value: &Value, cap: usize) -> Result<std::borrow::Cow<'_, str>, String> {
+    decode_data_capped(value, cap).map_err(|f| match f {
+        RowFailure::Invalid(m) => m,
+        RowFailure::RecordLimit | RowFailure::LogLimit => {
+            format!("data BLOB decompresses to more than {cap} bytes")
+        }
+    })
+}
+
+/// `data` as text; more than `cap` bytes is a [`RowFailure::RecordLimit`].
+fn decode_data_capped(value: &Value, cap: usize) -> Result<std::borrow::Cow<'_, str>, RowFailure> {
     match value {
+        Value::Text(t) if t.len() > cap => Err(RowFailure::RecordLimit),
         Value::Text(t) => Ok(std::borrow::Cow::Borrowed(t)),
-        Value::Blob(b) => DECODER.with(|ctx| {
-            // One decoding context per thread, reused: creating one per row
-            // costs large allocations (and, on two threads, their unmapping).
-            let mut ctx = ctx.borrow_mut();
-            let mut decoder = zstd::stream::read::Decoder::with_context(&b[..], &mut ctx);
-            let mut out = Vec::with_capacity(b.len().saturating_mul(4).min(cap));
-            decoder
-                .by_ref()
-                .take(cap as u64 + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| format!("data BLOB does not decompress: {e}"))?;
-            if out.len() > cap {
-                return Err(format!("data BLOB decompresses to more than {cap} bytes"));
-            }
-            String::from_utf8(out)
+        Value::Blob(b) => match inflate(b, cap) {
+            Ok(out) => String::from_utf8(out)
                 .map(std::borrow::Cow::Owned)
-                .map_err(|e| format!("data BLOB is not valid UTF-8: {e}"))
-        }),
-        Value::Null => Err("data is NULL".into()),
-        Value::Integer(_) | Value::Real(_) => Err("data is a number, not JSON text".into()),
+                .map_err(|e| RowFailure::Invalid(format!("data BLOB is not valid UTF-8: {e}"))),
+            Err(Inflate::TooLong) => Err(RowFailure::RecordLimit),
+            Err(Inflate::Bad(m)) => Err(RowFailure::Invalid(m)),
+        },
+        Value::Null => Err(RowFailure::Invalid("data is NULL".into())),
+        Value::Integer(_) | Value::Real(_) => Err(RowFailure::Invalid(
+            "data is a number, not JSON text".into(),
+        )),
     }
+}
+
+/// Why a row did not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowFailure {
+    /// Malformed (a torn tail or corruption, by its place in the log).
+    Invalid(String),
+    /// Its record is longer than `maxRecordBytes`: always an error.
+    RecordLimit,
+    /// The read's decoded bytes went past `maxLogBytes`: always an error.
+    LogLimit,
+}
+
+/// The bounds a read decodes its rows under.
+#[derive(Debug)]
+pub struct RowBounds<'a> {
+    pub limits: &'a Limits,
+    pub budget: &'a Budget,
 }
 
 /// Encodes one record as a row.
@@ -266,41 +344,92 @@ pub fn decode_row(row: StoredRow) -> Result<Record, String> {
     decode_row_ref(&row)
 }
 
-/// [`decode_row`] of a borrowed row: the record owns copies of what it
-/// keeps, and the row's buffers stay with the caller. (A decoding thread
-/// that freed rows another thread allocated would contend with it for that
-/// thread's allocator arena.)
+/// [`decode_row`] of a borrowed row under the default limits (one row: no
+/// log count).
 pub fn decode_row_ref(row: &StoredRow) -> Result<Record, String> {
-    let seq = safe_seq(row.seq)?;
-    let time = safe_time(row.time)?;
+    let limits = Limits::default();
+    let budget = Budget::unlimited();
+    decode_row_bounded(
+        row,
+        &RowBounds {
+            limits: &limits,
+            budget: &budget,
+        },
+    )
+    .map_err(|f| match f {
+        RowFailure::Invalid(m) => m,
+        RowFailure::RecordLimit => format!(
+            "the row holds a record of more than {} bytes",
+            limits.max_record_bytes
+        ),
+        RowFailure::LogLimit => "the log is over its size limit".into(),
+    })
+}
+
+/// The record size of a row beyond its `data`: type, surface op and source
+/// seqs as stored.
+fn fixed_len(row: &StoredRow) -> usize {
+    let len = |v: &Value| match v {
+        Value::Text(t) => t.len(),
+        Value::Blob(b) => b.len(),
+        _ => 0,
+    };
+    len(&row.event_type) + len(&row.surface_op) + len(&row.source_event_seqs)
+}
+
+/// [`decode_row`] of a borrowed row under a read's bounds: the record owns
+/// copies of what it keeps, and the row's buffers stay with the caller. (A
+/// decoding thread that freed rows another thread allocated would contend
+/// with it for that thread's allocator arena.)
+pub fn decode_row_bounded(row: &StoredRow, bounds: &RowBounds<'_>) -> Result<Record, RowFailure> {
+    let fixed = fixed_len(row);
+    let record_cap = bounds.limits.record();
+    if fixed > record_cap {
+        return Err(RowFailure::RecordLimit);
+    }
+    let invalid = RowFailure::Invalid;
+    let seq = safe_seq(row.seq).map_err(invalid)?;
+    let time = safe_time(row.time).map_err(invalid)?;
     let Value::Text(type_name) = &row.event_type else {
-        return Err("type is not TEXT".into());
+        return Err(invalid("type is not TEXT".into()));
+    };
+    let charge = |data: usize| {
+        if bounds.budget.charge((fixed + data) as u64) {
+            Ok(())
+        } else {
+            Err(RowFailure::LogLimit)
+        }
     };
     if row.is_packed() {
         if !matches!(row.source_event_seqs, Value::Null) || !matches!(row.surface_op, Value::Null) {
-            return Err("packed row carries surface columns".into());
+            return Err(invalid("packed row carries surface columns".into()));
         }
-        let data = decode_data_ref(&row.data, PACKED_DATA_CAP)?;
-        let packed = PackedRow::from_parts(type_name, seq, time, &data).map_err(|e| e.0)?;
+        let data = decode_data_ref(&row.data, PACKED_DATA_CAP).map_err(invalid)?;
+        charge(data.len())?;
+        let packed =
+            PackedRow::from_parts(type_name, seq, time, &data).map_err(|e| invalid(e.0))?;
         return Ok(Record::Packed(packed));
     }
     let ignorable = match row.ignorable {
         Value::Null => false,
         Value::Integer(1) => true,
-        _ => return Err("ignorable is neither NULL, 0 nor 1".into()),
+        _ => return Err(invalid("ignorable is neither NULL, 0 nor 1".into())),
     };
-    let data = json_text(&decode_data_ref(&row.data, SCALAR_DATA_CAP)?, "data")?;
+    let text = decode_data_capped(&row.data, record_cap - fixed)?;
+    charge(text.len())?;
+    let data = json_text(&text, "data").map_err(invalid)?;
+    drop(text);
     let source_event_seqs = match &row.source_event_seqs {
         Value::Null => None,
         Value::Blob(b) => Some(JsonText::from_trusted(
-            varint::decode_to_json(b).map_err(|e| e.0)?,
+            varint::decode_to_json(b).map_err(|e| invalid(e.0))?,
         )),
-        _ => return Err("source_event_seqs is not a BLOB".into()),
+        _ => return Err(invalid("source_event_seqs is not a BLOB".into())),
     };
     let surface_op = match &row.surface_op {
         Value::Null => None,
-        Value::Text(t) => Some(json_text(t, "surface_op")?),
-        _ => return Err("surface_op is not TEXT".into()),
+        Value::Text(t) => Some(json_text(t, "surface_op").map_err(invalid)?),
+        _ => return Err(invalid("surface_op is not TEXT".into())),
     };
     Ok(Record::Event(Event {
         event_type: EventType::new(type_name),

@@ -5,13 +5,65 @@
 //! Also the two read shapes built on them: the pipelined full read
 //! ([`read_pipelined`]: rows are decoded on a second thread while the
 //! backend still fetches) and the seeking suffix read ([`scan_suffix`]).
+//!
+//! Every read decodes its rows under the store's bounds ([`ReadCtx`]): a
+//! row whose record is longer than `maxRecordBytes`, or a read whose
+//! decoded rows go past `maxLogBytes`, fails the read wherever the row is
+//! (never a torn tail).
 
+use crate::backend::limits::{Budget, Limits};
 use crate::codec::chunk_rows::{PackLimits, Record};
 use crate::error::{Error, Result};
 use crate::model::event::Event;
 use crate::model::json::quote;
 
-use super::{StoredRow, decode_row, decode_row_ref};
+use super::{RowBounds, RowFailure, StoredRow, decode_row, decode_row_bounded};
+
+/// The bounds of one read of one session (shared by its threads).
+pub struct ReadCtx<'a> {
+    pub limits: &'a Limits,
+    pub budget: Budget,
+    /// The store's label (`session database at "…"`), named in errors.
+    pub label: &'a str,
+    pub id: &'a str,
+}
+
+impl<'a> ReadCtx<'a> {
+    pub fn new(limits: &'a Limits, label: &'a str, id: &'a str) -> Self {
+        ReadCtx {
+            limits,
+            budget: limits.budget(),
+            label,
+            id,
+        }
+    }
+
+    /// The decoded bytes of the rows read so far.
+    pub fn log_bytes(&self) -> u64 {
+        self.budget.used()
+    }
+
+    fn bounds(&self) -> RowBounds<'_> {
+        RowBounds {
+            limits: self.limits,
+            budget: &self.budget,
+        }
+    }
+}
+
+/// The subject of a limit error: the store and the session.
+pub fn limit_subject(label: &str, id: &str) -> String {
+    format!("{label}: session {}", quote(id))
+}
+
+/// The error of a row that went past a limit while it was decoded.
+pub fn row_limit_error(limits: &Limits, label: &str, id: &str, seq: i64, f: &RowFailure) -> Error {
+    let subject = limit_subject(label, id);
+    match f {
+        RowFailure::LogLimit => limits.log_error(&subject, &format!("at the row at seq {seq}")),
+        _ => limits.record_error(&subject, &format!("of the row at seq {seq}")),
+    }
+}
 
 /// The corruption of a committed row (SPEC §4.3 wording).
 pub fn invalid_committed_row(seq: i64) -> Error {
@@ -51,8 +103,18 @@ pub fn scan_rows(
     Ok((events, None))
 }
 
-fn decode_all(rows: Vec<StoredRow>) -> Vec<(i64, std::result::Result<Record, String>)> {
-    rows.into_iter().map(|r| (r.seq, decode_row(r))).collect()
+type Decoded = Vec<(i64, std::result::Result<Record, String>)>;
+
+/// Decodes rows under the read's bounds; a row past a limit fails it.
+fn decode_all(rows: Vec<StoredRow>, ctx: &ReadCtx<'_>) -> Result<Decoded> {
+    let bounds = ctx.bounds();
+    rows.into_iter()
+        .map(|r| match decode_row_bounded(&r, &bounds) {
+            Ok(rec) => Ok((r.seq, Ok(rec))),
+            Err(RowFailure::Invalid(m)) => Ok((r.seq, Err(m))),
+            Err(f) => Err(row_limit_error(ctx.limits, ctx.label, ctx.id, r.seq, &f)),
+        })
+        .collect()
 }
 
 /// One fetched row, decoded and judged on its own.
@@ -66,36 +128,44 @@ struct RowInfo {
 }
 
 /// A stretch of rows decoded and expanded (not yet judged).
+#[derive(Default)]
 struct DecodedRows {
     infos: Vec<RowInfo>,
     events: Vec<Event>,
+    /// A row past a read limit: decoding stopped there, and the read fails.
+    limit: Option<Error>,
 }
 
-fn decode_expand(rows: Vec<StoredRow>) -> DecodedRows {
+fn decode_expand(rows: Vec<StoredRow>, ctx: &ReadCtx<'_>) -> DecodedRows {
     let mut out = DecodedRows {
         infos: Vec::with_capacity(rows.len()),
         events: Vec::with_capacity(rows.len()),
+        limit: None,
     };
-    decode_expand_into(rows, &mut out);
+    decode_expand_ref(&rows, &mut out, ctx);
     out
 }
 
-/// Decodes and expands `rows` after those already in `out`.
-fn decode_expand_into(rows: Vec<StoredRow>, out: &mut DecodedRows) {
-    decode_expand_ref(&rows, out);
-}
-
-/// [`decode_expand_into`] of borrowed rows (they are freed by the caller).
-fn decode_expand_ref(rows: &[StoredRow], out: &mut DecodedRows) {
+/// Decodes and expands borrowed `rows` after those already in `out` (the
+/// rows are freed by the caller).
+fn decode_expand_ref(rows: &[StoredRow], out: &mut DecodedRows, ctx: &ReadCtx<'_>) {
+    let bounds = ctx.bounds();
     for row in rows {
+        if out.limit.is_some() {
+            return;
+        }
         let seq = row.seq;
-        let record = match decode_row_ref(row) {
+        let record = match decode_row_bounded(row, &bounds) {
             Ok(rec) => {
                 let info = (rec.first_seq(), rec.member_count(), rec.is_turn_end());
                 rec.into_events(&mut out.events);
                 Some(info)
             }
-            Err(_) => None,
+            Err(RowFailure::Invalid(_)) => None,
+            Err(f) => {
+                out.limit = Some(row_limit_error(ctx.limits, ctx.label, ctx.id, seq, &f));
+                return;
+            }
         };
         out.infos.push(RowInfo {
             seq,
@@ -117,20 +187,28 @@ pub(crate) fn scan_all_rows(
     mut rows: Vec<StoredRow>,
     parallel_min: usize,
 ) -> Result<(Vec<Event>, Option<i64>)> {
+    let limits = Limits::default();
+    let ctx = ReadCtx::new(&limits, "test", "test");
     let parts = if rows.len() >= parallel_min.max(2) {
         let second = rows.split_off(rows.len() / 2);
-        let (a, b) =
-            crate::backend::parallel::join(|| decode_expand(rows), || decode_expand(second));
+        let (a, b) = crate::backend::parallel::join(
+            || decode_expand(rows, &ctx),
+            || decode_expand(second, &ctx),
+        );
         vec![a, b?]
     } else {
-        vec![decode_expand(rows)]
+        vec![decode_expand(rows, &ctx)]
     };
     judge_parts(parts)
 }
 
 /// The outcome of [`scan_rows`] over decoded stretches of a whole log (first
 /// seq 0), given in row order: the last-turn/end rule, then contiguity.
-fn judge_parts(parts: Vec<DecodedRows>) -> Result<(Vec<Event>, Option<i64>)> {
+fn judge_parts(mut parts: Vec<DecodedRows>) -> Result<(Vec<Event>, Option<i64>)> {
+    // A row past a limit fails the read wherever it is (never a torn tail).
+    if let Some(e) = parts.iter_mut().find_map(|p| p.limit.take()) {
+        return Err(e);
+    }
     let last_turn_end = parts
         .iter()
         .flat_map(|p| p.infos.iter())
@@ -177,8 +255,9 @@ fn judge_parts(parts: Vec<DecodedRows>) -> Result<(Vec<Event>, Option<i64>)> {
 const PIPELINE_CHUNK_ROWS: usize = 128;
 
 /// What [`read_pipelined`] returns: the fetch's own value (the session
-/// row), the intact events, the seq of the first torn row.
-pub type PipelinedRead<S> = (S, Vec<Event>, Option<i64>);
+/// row), the intact events, the seq of the first torn row, and the decoded
+/// size of the rows read (as counted against `maxLogBytes`).
+pub type PipelinedRead<S> = (S, Vec<Event>, Option<i64>, u64);
 
 /// Reads and decodes a whole log (first seq 0) while it is fetched:
 /// `fetch` hands every row, in seq order, to the sink it is given, and
@@ -189,8 +268,11 @@ pub type PipelinedRead<S> = (S, Vec<Event>, Option<i64>);
 /// stretches, not halves, so a busy CPU slows the read instead of stalling
 /// it. Returns `fetch`'s value, the intact events and the seq of the first
 /// torn row: the outcome of [`scan_rows`] from seq 0. `fetch`'s errors
-/// come out as they are.
-pub fn read_pipelined<S, E, F>(fetch: F) -> std::result::Result<Option<PipelinedRead<S>>, E>
+/// come out as they are. Rows are decoded under `ctx`'s bounds.
+pub fn read_pipelined<S, E, F>(
+    ctx: &ReadCtx<'_>,
+    fetch: F,
+) -> std::result::Result<Option<PipelinedRead<S>>, E>
 where
     F: FnOnce(&mut dyn FnMut(StoredRow)) -> std::result::Result<Option<S>, E>,
     E: From<Error>,
@@ -213,16 +295,13 @@ where
                             std::thread::Builder::new()
                                 .name("dsh-read".into())
                                 .spawn_scoped(scope, || {
-                                    let mut front = DecodedRows {
-                                        infos: Vec::new(),
-                                        events: Vec::new(),
-                                    };
+                                    let mut front = DecodedRows::default();
                                     // The rows were allocated by the fetching
                                     // thread: they are freed only once all is
                                     // decoded.
                                     let mut done = Vec::new();
                                     while let Some(rows) = queue.pop_front() {
-                                        decode_expand_ref(&rows, &mut front);
+                                        decode_expand_ref(&rows, &mut front, ctx);
                                         done.push(rows);
                                     }
                                     (front, done)
@@ -240,7 +319,7 @@ where
         // This thread decodes from the end; the worker took a prefix.
         let mut back = Vec::new();
         while let Some(rows) = queue.pop_back() {
-            back.push(decode_expand(rows));
+            back.push(decode_expand(rows, ctx));
         }
         let front = match worker {
             Some(Ok(handle)) => Some(
@@ -261,7 +340,7 @@ where
         }
         parts.extend(back.into_iter().rev());
         let (events, torn) = judge_parts(parts)?;
-        Ok(Some((fetched, events, torn)))
+        Ok(Some((fetched, events, torn, ctx.log_bytes())))
     })
 }
 
@@ -277,9 +356,10 @@ pub fn suffix_lookback_seq(k: u64) -> (i64, i64) {
 /// Decodes the rows a suffix read fetched for `k` (see
 /// [`suffix_lookback_seq`]; ordered by seq): the events with `seq >= k`.
 /// The last-turn/end rule applies to the rows read; a torn tail is dropped.
-pub fn scan_suffix(rows: Vec<StoredRow>, k: u64) -> Result<Vec<Event>> {
+/// Rows are decoded under `ctx`'s bounds.
+pub fn scan_suffix(rows: Vec<StoredRow>, k: u64, ctx: &ReadCtx<'_>) -> Result<Vec<Event>> {
     let k_sql = i64::try_from(k).unwrap_or(i64::MAX);
-    let mut decoded = decode_all(rows);
+    let mut decoded = decode_all(rows, ctx)?;
     // Of the packed rows before k, keep only one that covers k.
     let before = decoded.iter().take_while(|(seq, _)| *seq < k_sql).count();
     let cover = decoded[..before]
@@ -374,7 +454,9 @@ mod tests {
     }
 
     fn agree(rows: &[StoredRow], what: &str) {
-        let want = show(scan_rows(decode_all(rows.to_vec()), 0));
+        let limits = Limits::default();
+        let ctx = ReadCtx::new(&limits, "test", "test");
+        let want = show(decode_all(rows.to_vec(), &ctx).and_then(|d| scan_rows(d, 0)));
         assert_eq!(show(scan_all_rows(rows.to_vec(), 2)), want, "split, {what}");
         assert_eq!(
             show(scan_all_rows(rows.to_vec(), usize::MAX)),

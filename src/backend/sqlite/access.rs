@@ -109,6 +109,22 @@ pub enum FileState {
     Created,
 }
 
+/// Checks an existing database file (`lstat`: a symlink is refused, not
+/// followed). `Ok(false)` when there is no file.
+pub fn check_existing(path: &Path, uid: u32) -> Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) => check_file_meta(path, &meta, uid).map(|()| true),
+        Err(e) if e.kind() == IoKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io(
+            format!(
+                "cannot inspect session database {}",
+                quote(&path.display().to_string())
+            ),
+            e,
+        )),
+    }
+}
+
 /// Checks the database file (`lstat`: a symlink is refused, not followed)
 /// or, when it does not exist, creates it empty with mode 0600 so SQLite
 /// never creates it with the process umask.
@@ -146,6 +162,9 @@ pub fn prepare_file(path: &Path, uid: u32) -> Result<FileState> {
                         )
                     })?;
                     check_file_meta(path, &meta, uid)?;
+                    // The new name must be durable before anything is
+                    // acknowledged in the file (D13).
+                    crate::backend::dirs::fsync_dir(&parent_dir(path))?;
                     Ok(FileState::Created)
                 }
                 // Another opener created it between our lstat and open.

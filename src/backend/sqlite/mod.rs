@@ -16,6 +16,7 @@
 //! `verify`, file probing).
 
 pub mod access;
+pub mod connection;
 pub mod reader;
 pub mod rows;
 pub mod scan;
@@ -29,8 +30,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
-use rusqlite::{Connection, OpenFlags};
+#[cfg(test)]
+use rusqlite::Connection;
 
+use crate::backend::limits::Limits;
 use crate::backend::writer_lock::{LOCK_DIR_NAME, LockSpace};
 use crate::backend::{
     Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
@@ -55,6 +58,8 @@ pub struct SqliteConfig {
     pub journal_mode: JournalMode,
     /// `busyTimeoutMs` (default 5,000).
     pub busy_timeout_ms: u32,
+    /// Read and write bounds (`maxRecordBytes`, `maxLogBytes`).
+    pub limits: Limits,
 }
 
 impl SqliteConfig {
@@ -64,6 +69,7 @@ impl SqliteConfig {
             path: path.into(),
             journal_mode: JournalMode::Wal,
             busy_timeout_ms: 5000,
+            limits: Limits::default(),
         }
     }
 
@@ -75,15 +81,17 @@ impl SqliteConfig {
 
 /// The SQLite backend (see the module docs).
 pub struct SqliteBackend {
-    conn: Mutex<Option<Connection>>,
+    /// The database, opened at the first use (created at the first write).
+    db: connection::Database,
     /// `session database at "<path>"`, the subject of open-time messages.
     label: String,
-    /// The database file, `None` in memory.
-    path: Option<PathBuf>,
-    /// `file:<dev>:<ino>:<birthtime-ns>` or `memory`.
-    revision_prefix: String,
-    store_id: String,
+    /// Session writer locks: `<database>.dsh-persist-locks/`, or this
+    /// process only in memory.
     locks: LockSpace,
+    limits: Limits,
+    /// The decoded size of a session's log at (incarnation, revision), from
+    /// its last full read or this backend's appends (for `maxLogBytes`).
+    log_bytes: Mutex<std::collections::HashMap<String, (String, i64, u64)>>,
 }
 
 /// Maps a SQLite error: lock timeouts become [`Error::Busy`], a file that is
@@ -107,94 +115,98 @@ pub(crate) fn sql_error(label: &str, context: &str, e: rusqlite::Error) -> Error
 }
 
 impl SqliteBackend {
-    /// Opens (and, when pristine, initialises) the database of `config`.
-    ///
-    /// On POSIX the file and its parent are checked first (SPEC §4.1); a
-    /// missing file is created empty with mode 0600. A database with another
-    /// identity or schema is refused without any change.
+    /// Opens the store of `config`: checks what exists (the parent
+    /// directory and the file, SPEC §4.1) and opens nothing yet. The file is
+    /// created and initialised at the first write; reads of a missing or
+    /// pristine file find no sessions and create nothing (see
+    /// [`connection`]). A database with another identity or schema is
+    /// refused without any change when first used.
     pub fn open(config: &SqliteConfig) -> Result<SqliteBackend> {
-        let in_memory = config.path == MEMORY_PATH;
         let label = format!("session database at {}", quote(&config.path));
-        let (mut conn, path) = if in_memory {
-            let conn =
-                Connection::open_in_memory().map_err(|e| sql_error(&label, "cannot open", e))?;
-            (conn, None)
-        } else {
-            if config.path.is_empty() {
-                return Err(Error::invalid("session database path must not be empty"));
-            }
-            let path = PathBuf::from(&config.path);
-            let uid = access::current_uid()?;
-            access::check_parent(&path, uid)?;
-            access::prepare_file(&path, uid)?;
-            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                | OpenFlags::SQLITE_OPEN_NOFOLLOW;
-            let conn = Connection::open_with_flags(&path, flags)
-                .map_err(|e| sql_error(&label, "cannot open", e))?;
-            (conn, Some(path))
-        };
-        schema::apply_connection_pragmas(&conn, &label, config.busy_timeout_ms)?;
-        let store_id = schema::ensure_identity(&mut conn, &label)?;
-        schema::apply_journal_pragmas(&conn, &label, config.journal_mode, in_memory)?;
-        reader::prepare_list(&conn, &label)?;
-        let revision_prefix = match &path {
-            None => "memory".to_string(),
-            Some(p) => file_identity(p)?,
-        };
-        let locks = match &path {
+        let db = connection::Database::open(
+            &config.path,
+            config.journal_mode,
+            config.busy_timeout_ms,
+            label.clone(),
+        )?;
+        let locks = match db.path() {
             None => LockSpace::process(),
             Some(p) => {
-                let abs = std::path::absolute(p)
-                    .map_err(|e| Error::io(format!("cannot resolve the path of {label}"), e))?;
-                let mut dir = abs.into_os_string();
+                let mut dir = lock_base(p, &label)?.into_os_string();
                 dir.push(LOCK_DIR_NAME);
                 LockSpace::files(PathBuf::from(dir))
             }
         };
         Ok(SqliteBackend {
+            db,
             locks,
-            conn: Mutex::new(Some(conn)),
             label,
-            path,
-            revision_prefix,
-            store_id,
+            limits: config.limits,
+            log_bytes: Mutex::default(),
         })
     }
 
-    /// The `store_id` of the database (`persistence_state`).
-    pub fn store_id(&self) -> &str {
-        &self.store_id
+    /// The `store_id` of the database (`persistence_state`), once it is
+    /// open and initialised.
+    pub fn store_id(&self) -> Option<String> {
+        self.db.ident().map(|i| i.store_id)
     }
 
-    /// The database file (`None` in memory).
+    /// Creates and initialises the database now, as the first write would
+    /// (tests and tools that need the file to exist).
+    pub fn initialise(&self) -> Result<()> {
+        self.db.write(|_, _| Ok(()))
+    }
+
+    /// The database file as configured (`None` in memory).
     pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
+        self.db.path()
     }
 
-    /// The revision token of a session state.
-    fn revision(&self, incarnation: &str, revision: i64) -> Revision {
-        Revision(format!(
-            "{}:store:{}:incarnation:{incarnation}:revision:{revision}",
-            self.revision_prefix, self.store_id
-        ))
-    }
-
-    /// Runs `f` on the connection, or fails when the backend is closed.
+    /// Runs `f` on the connection for a write (tests).
+    #[cfg(test)]
     fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
-        let mut guard = self.conn.lock();
-        match guard.as_mut() {
-            Some(conn) => f(conn),
-            None => Err(Error::Closed(format!("{} is closed", self.label))),
+        self.db.write(|c, _| f(c))
+    }
+}
+
+/// The database path the lock directory is named after: absolute, with its
+/// longest existing ancestor resolved (`realpath`), so every handle on one
+/// file (through a symlinked directory, a relative path, or before and
+/// after the first write creates the parent) finds the same locks.
+fn lock_base(path: &Path, label: &str) -> Result<PathBuf> {
+    let abs = std::path::absolute(path)
+        .map_err(|e| Error::io(format!("cannot resolve the path of {label}"), e))?;
+    let mut rest = Vec::new();
+    let mut cur = abs.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(cur) {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return Ok(out);
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                cur = parent;
+            }
+            _ => return Ok(abs),
         }
     }
 }
 
+/// The revision token of a session state.
+fn token(ident: &connection::Ident, incarnation: &str, revision: i64) -> Revision {
+    Revision(format!(
+        "{}:store:{}:incarnation:{incarnation}:revision:{revision}",
+        ident.revision_prefix, ident.store_id
+    ))
+}
 /// `file:<dev>:<ino>:<birthtime-ns>` of the database file. Where the file
 /// system does not report a birth time, 0 is used (not ctime: it changes
 /// with every write, and the token must stay stable while nothing changed).
 fn file_identity(path: &Path) -> Result<String> {
-    let meta = std::fs::metadata(path).map_err(|e| {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| {
         Error::io(
             format!(
                 "cannot inspect session database {}",
@@ -221,23 +233,36 @@ impl Backend for SqliteBackend {
     }
 
     fn list(&self) -> Result<Vec<SessionHeader>> {
-        self.with_conn(|c| reader::list_headers(c, &self.label))
+        Ok(self
+            .db
+            .read(|c, _| reader::list_headers(c, &self.label))?
+            .unwrap_or_default())
     }
 
     fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {
-        let rows = self.with_conn(|c| reader::list_sessions(c, &self.label))?;
-        Ok(rows
-            .into_iter()
-            .map(|r| {
-                let rev = self.revision(&r.incarnation, r.revision);
-                (r.header, rev)
-            })
-            .collect())
+        Ok(self
+            .db
+            .read(|c, ident| {
+                let rows = reader::list_sessions(c, &self.label)?;
+                Ok(rows
+                    .into_iter()
+                    .map(|r| {
+                        let rev = token(ident, &r.incarnation, r.revision);
+                        (r.header, rev)
+                    })
+                    .collect())
+            })?
+            .unwrap_or_default())
     }
 
     fn revision(&self, id: &str) -> Result<Option<Revision>> {
-        let row = self.with_conn(|c| reader::session_row(c, &self.label, id))?;
-        Ok(row.map(|r| self.revision(&r.incarnation, r.revision)))
+        Ok(self
+            .db
+            .read(|c, ident| {
+                let row = reader::session_row(c, &self.label, id)?;
+                Ok(row.map(|r| token(ident, &r.incarnation, r.revision)))
+            })?
+            .flatten())
     }
 
     fn append(
@@ -246,19 +271,76 @@ impl Backend for SqliteBackend {
         events: &[Event],
         expect: Expect<'_>,
     ) -> Result<Revision> {
-        let (inc, rev) =
-            self.with_conn(|c| writer::append(c, &self.label, header, events, expect))?;
-        Ok(self.revision(&inc, rev))
+        let id = header.id.as_str();
+        for e in events {
+            self.limits.check_event(e, id)?;
+        }
+        let added: u64 = events
+            .iter()
+            .map(crate::backend::limits::record_bound)
+            .sum();
+        let known = match expect {
+            Expect::New => Some((String::new(), -1, 0)),
+            Expect::At(_) => self.log_bytes.lock().get(id).cloned(),
+        };
+        if let Some((_, _, before)) = &known {
+            self.limits.check_log_total(before + added, id)?;
+        }
+        let (inc, rev, revision) = self.db.write(|c, ident| {
+            let (inc, rev) = writer::append(c, &self.label, header, events, expect, &self.limits)?;
+            let revision = token(ident, &inc, rev);
+            Ok((inc, rev, revision))
+        })?;
+        let mut sizes = self.log_bytes.lock();
+        match known {
+            Some((k_inc, k_rev, before))
+                if matches!(expect, Expect::New) || (k_inc == inc && k_rev + 1 == rev) =>
+            {
+                sizes.insert(id.to_string(), (inc.clone(), rev, before + added));
+            }
+            // Someone else wrote in between: the size is not known.
+            _ => {
+                sizes.remove(id);
+            }
+        }
+        drop(sizes);
+        Ok(revision)
     }
 
     fn read(&self, id: &str) -> Result<Option<StoredLog>> {
         // Rows are fetched under the connection lock and decoded, on two
         // threads, outside it.
-        let Some(read) = reader::read_log(|f| self.with_conn(f), &self.label, id)? else {
+        let mut ident = None;
+        let Some(read) = reader::read_log(
+            |f| {
+                self.db
+                    .read(|c, i| {
+                        ident = Some(i.clone());
+                        f(c)
+                    })
+                    .map(Option::flatten)
+            },
+            &self.label,
+            id,
+            &self.limits,
+        )?
+        else {
             return Ok(None);
         };
+        let ident =
+            ident.ok_or_else(|| Error::invariant("a read found rows without a database"))?;
+        if read.torn_from.is_none() {
+            self.log_bytes.lock().insert(
+                id.to_string(),
+                (
+                    read.session.incarnation.clone(),
+                    read.session.revision,
+                    read.log_bytes,
+                ),
+            );
+        }
         Ok(Some(StoredLog {
-            revision: self.revision(&read.session.incarnation, read.session.revision),
+            revision: token(&ident, &read.session.incarnation, read.session.revision),
             header: read.session.header,
             events: read.events,
             torn: read.torn_from.map(|from_seq| TornTail::Sqlite { from_seq }),
@@ -268,12 +350,14 @@ impl Backend for SqliteBackend {
     }
 
     fn read_from(&self, id: &str, from_seq: u64) -> Result<Option<ScannedSuffix>> {
-        let Some(fetched) =
-            self.with_conn(|c| reader::fetch_suffix(c, &self.label, id, from_seq))?
+        let Some(fetched) = self
+            .db
+            .read(|c, _| reader::fetch_suffix(c, &self.label, id, from_seq, &self.limits))?
+            .flatten()
         else {
             return Ok(None);
         };
-        let read = fetched.scan_suffix(from_seq)?;
+        let read = fetched.scan_suffix(from_seq, &self.limits, &self.label)?;
         Ok(Some(ScannedSuffix {
             header: read.session.header,
             events: read.events,
@@ -283,12 +367,14 @@ impl Backend for SqliteBackend {
     }
 
     fn commit_repair(&self, id: &str, log: &StoredLog, closers: &[Event]) -> Result<Revision> {
-        let (inc, rev) = self.with_conn(|c| {
-            writer::commit_repair(c, &self.label, id, log, closers, &|inc, rev| {
-                self.revision(inc, rev)
-            })
-        })?;
-        Ok(self.revision(&inc, rev))
+        self.log_bytes.lock().remove(id);
+        self.db.write(|c, ident| {
+            let (inc, rev) =
+                writer::commit_repair(c, &self.label, id, log, closers, &|inc, rev| {
+                    token(ident, inc, rev)
+                })?;
+            Ok(token(ident, &inc, rev))
+        })
     }
 
     fn lock_writer(&self, id: &str) -> Result<WriterLock> {
@@ -307,12 +393,7 @@ impl Backend for SqliteBackend {
     }
 
     fn close(&self) -> Result<()> {
-        let conn = self.conn.lock().take();
-        if let Some(conn) = conn {
-            conn.close()
-                .map_err(|(_, e)| sql_error(&self.label, "cannot close", e))?;
-        }
-        Ok(())
+        self.db.close()
     }
 }
 
@@ -397,7 +478,12 @@ mod tests {
             .collect();
         be.append(&h, &events, Expect::New).unwrap();
         let both = |be: &SqliteBackend, what: &str| {
-            let piped = show(reader::read_log(|f| be.with_conn(f), &be.label, "s"));
+            let piped = show(reader::read_log(
+                |f| be.with_conn(f),
+                &be.label,
+                "s",
+                &Limits::default(),
+            ));
             let plain = show(
                 be.with_conn(|c| reader::fetch_log(c, &be.label, "s"))
                     .and_then(|f| f.map(|f| f.scan_log()).transpose()),
@@ -408,7 +494,12 @@ mod tests {
         let clean = both(&be, "clean");
         assert!(clean.contains("m701") && clean.ends_with("None"));
         assert_eq!(
-            show(reader::read_log(|f| be.with_conn(f), &be.label, "nope")),
+            show(reader::read_log(
+                |f| be.with_conn(f),
+                &be.label,
+                "nope",
+                &Limits::default()
+            )),
             "none"
         );
         let set = |seq: u64, data: &str| {

@@ -9,8 +9,10 @@ use crate::model::event::Event;
 use crate::model::header::{SESSION_FORMAT_VERSION, SessionHeader, version_refusal};
 use crate::model::json::quote;
 
-use super::rows::{ROW_COLUMNS, StoredRow, scan};
+use super::rows::scan::{self, ReadCtx, limit_subject};
+use super::rows::{self, Fetched, ROW_COLUMNS, StoredRow};
 use super::sql_error;
+use crate::backend::limits::Limits;
 
 /// One `sessions` row.
 #[derive(Clone, Debug)]
@@ -57,7 +59,9 @@ type Invalid = Option<(&'static str, i64)>;
 
 /// The header of a row whose first columns are those of [`LIST_HEADERS_SQL`].
 fn header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHeader, Invalid)> {
-    let id: String = r.get(0)?;
+    // TEXT columns are read lossily (U+FFFD for invalid UTF-8), as the
+    // original's driver reads them.
+    let id = rows::text_lossy_required(r, 0)?;
     let created_at: i64 = r.get(2)?;
     let seed_length: Option<i64> = r.get(5)?;
     let delegation_depth: Option<i64> = r.get(7)?;
@@ -76,12 +80,12 @@ fn header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHeader, In
     let header = SessionHeader {
         version: r.get(1)?,
         created_at,
-        cwd: r.get(3)?,
-        parent_session: r.get(4)?,
+        cwd: rows::text_lossy(r, 3)?,
+        parent_session: rows::text_lossy(r, 4)?,
         seed_length,
-        origin: r.get(6)?,
+        origin: rows::text_lossy(r, 6)?,
         delegation_depth,
-        agent_preset: r.get(8)?,
+        agent_preset: rows::text_lossy(r, 8)?,
         id,
         invalid: None,
     };
@@ -94,7 +98,7 @@ fn session_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionRow, Inva
         SessionRow {
             version: header.version,
             header,
-            incarnation: r.get(9)?,
+            incarnation: rows::text_lossy_required(r, 9)?,
             revision: r.get(10)?,
         },
         invalid,
@@ -171,7 +175,7 @@ pub fn list_headers(conn: &Connection, label: &str) -> Result<Vec<SessionHeader>
 /// reported as [`rusqlite::Row::get`] reports it.
 fn plain_header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHeader, Invalid)> {
     let text = |v: ValueRef<'_>| match v {
-        ValueRef::Text(t) => std::str::from_utf8(t).ok().map(str::to_owned),
+        ValueRef::Text(t) => Some(rows::lossy_string(t)),
         _ => None,
     };
     let id = match text(r.get_ref(0)?) {
@@ -239,20 +243,71 @@ fn readable(row: SessionRow) -> Result<SessionRow> {
     Ok(row)
 }
 
+/// Rows fetched by one read, bounded before they are copied: a row that
+/// stores more than `maxRecordBytes`, or rows that store more than
+/// `maxLogBytes` together (a valid log stores no more than it decodes to),
+/// fail the read.
+struct FetchBounds<'a> {
+    limits: &'a Limits,
+    label: &'a str,
+    id: &'a str,
+    stored: u64,
+}
+
+impl<'a> FetchBounds<'a> {
+    fn new(limits: &'a Limits, label: &'a str, id: &'a str) -> Self {
+        FetchBounds {
+            limits,
+            label,
+            id,
+            stored: 0,
+        }
+    }
+
+    fn row(&mut self, r: &rusqlite::Row<'_>) -> Result<StoredRow> {
+        let ctx = || format!("cannot read the events of session {}", quote(self.id));
+        match StoredRow::fetch(r, self.limits.max_record_bytes)
+            .map_err(|e| sql_error(self.label, &ctx(), e))?
+        {
+            Fetched::TooLong { seq, stored } => Err(self.limits.record_error(
+                &limit_subject(self.label, self.id),
+                &format!("of the row at seq {seq} (it stores {stored} bytes)"),
+            )),
+            Fetched::Row(row, stored) => {
+                self.stored = self.stored.saturating_add(stored);
+                if self.stored > self.limits.max_log_bytes {
+                    return Err(self.limits.log_error(
+                        &limit_subject(self.label, self.id),
+                        &format!("its rows up to seq {} store more", row.seq),
+                    ));
+                }
+                Ok(row)
+            }
+        }
+    }
+}
+
 fn select_rows(
     conn: &Connection,
     label: &str,
     sql: &str,
     params: impl rusqlite::Params,
     id: &str,
+    limits: &Limits,
 ) -> Result<Vec<StoredRow>> {
     let ctx = || format!("cannot read the events of session {}", quote(id));
     let mut stmt = conn
         .prepare_cached(sql)
         .map_err(|e| sql_error(label, &ctx(), e))?;
-    stmt.query_map(params, StoredRow::from_sql)
-        .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
-        .map_err(|e| sql_error(label, &ctx(), e))
+    let mut rows = stmt
+        .query(params)
+        .map_err(|e| sql_error(label, &ctx(), e))?;
+    let mut bounds = FetchBounds::new(limits, label, id);
+    let mut out = Vec::new();
+    while let Some(r) = rows.next().map_err(|e| sql_error(label, &ctx(), e))? {
+        out.push(bounds.row(r)?);
+    }
+    Ok(out)
 }
 
 /// What a read found.
@@ -262,6 +317,9 @@ pub struct LogRead {
     pub events: Vec<Event>,
     /// The seq of the first torn row (full reads only).
     pub torn_from: Option<u64>,
+    /// Full reads: the decoded size of the log (its rows' records), as
+    /// counted against `maxLogBytes`.
+    pub log_bytes: u64,
 }
 
 /// The rows a read fetched under the connection lock; decoding them
@@ -278,7 +336,7 @@ pub struct FetchedRows {
 /// against.
 #[cfg(test)]
 pub fn fetch_log(conn: &mut Connection, label: &str, id: &str) -> Result<Option<FetchedRows>> {
-    fetch(conn, label, id, None)
+    fetch(conn, label, id, None, &Limits::default())
 }
 
 /// Fetches the rows a `read_from(id, k)` needs (SPEC §4.3): seeks to
@@ -289,8 +347,9 @@ pub fn fetch_suffix(
     label: &str,
     id: &str,
     k: u64,
+    limits: &Limits,
 ) -> Result<Option<FetchedRows>> {
-    fetch(conn, label, id, Some(k))
+    fetch(conn, label, id, Some(k), limits)
 }
 
 /// Opens a read transaction and reads the session row of `id` in it,
@@ -315,6 +374,7 @@ fn fetch(
     label: &str,
     id: &str,
     from: Option<u64>,
+    limits: &Limits,
 ) -> Result<Option<FetchedRows>> {
     let Some((tx, session)) = begin_read(conn, label, id)? else {
         return Ok(None);
@@ -326,8 +386,9 @@ fn fetch(
             &format!("SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq"),
             [id],
             id,
+            limits,
         )?,
-        Some(k) => select_suffix_rows(&tx, label, id, k)?,
+        Some(k) => select_suffix_rows(&tx, label, id, k, limits)?,
     };
     tx.finish()
         .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
@@ -336,7 +397,13 @@ fn fetch(
 
 /// The rows with `seq >= k` plus the packed rows starting up to
 /// `max_members − 1` before `k` that may cover `k`.
-fn select_suffix_rows(conn: &Connection, label: &str, id: &str, k: u64) -> Result<Vec<StoredRow>> {
+fn select_suffix_rows(
+    conn: &Connection,
+    label: &str,
+    id: &str,
+    k: u64,
+    limits: &Limits,
+) -> Result<Vec<StoredRow>> {
     let (from, k_sql) = scan::suffix_lookback_seq(k);
     select_rows(
         conn,
@@ -347,6 +414,7 @@ fn select_suffix_rows(conn: &Connection, label: &str, id: &str, k: u64) -> Resul
         ),
         params![id, from, k_sql],
         id,
+        limits,
     )
 }
 
@@ -357,13 +425,14 @@ pub fn stored_suffix(
     label: &str,
     session: &SessionRow,
     k: u64,
+    limits: &Limits,
 ) -> Result<Vec<Event>> {
-    let rows = select_suffix_rows(conn, label, &session.header.id, k)?;
+    let rows = select_suffix_rows(conn, label, &session.header.id, k, limits)?;
     let fetched = FetchedRows {
         session: session.clone(),
         rows,
     };
-    Ok(fetched.scan_suffix(k)?.events)
+    Ok(fetched.scan_suffix(k, limits, label)?.events)
 }
 
 /// Reads and decodes a whole log (SPEC §4.3), like [`fetch_log`] followed
@@ -371,13 +440,18 @@ pub fn stored_suffix(
 /// a second thread decodes stretches of rows while this one fetches the
 /// rest under the connection lock (`with_conn`). The outcome is that of
 /// `scan_log`.
-pub fn read_log<W>(with_conn: W, label: &str, id: &str) -> Result<Option<LogRead>>
+///
+/// Bounded by `limits` (see [`crate::backend::limits`]): rows are checked
+/// as they are fetched and as they are decoded, and a row past a limit
+/// fails the read.
+pub fn read_log<W>(with_conn: W, label: &str, id: &str, limits: &Limits) -> Result<Option<LogRead>>
 where
     W: FnOnce(
         &mut dyn FnMut(&mut Connection) -> Result<Option<SessionRow>>,
     ) -> Result<Option<SessionRow>>,
 {
-    let read = scan::read_pipelined(|sink| {
+    let ctx = ReadCtx::new(limits, label, id);
+    let read = scan::read_pipelined(&ctx, |sink| {
         with_conn(&mut |conn| {
             let ctx = || format!("cannot read the events of session {}", quote(id));
             let Some((tx, session)) = begin_read(conn, label, id)? else {
@@ -390,8 +464,9 @@ where
                     ))
                     .map_err(|e| sql_error(label, &ctx(), e))?;
                 let mut rows = stmt.query([id]).map_err(|e| sql_error(label, &ctx(), e))?;
+                let mut fetched = FetchBounds::new(limits, label, id);
                 while let Some(r) = rows.next().map_err(|e| sql_error(label, &ctx(), e))? {
-                    sink(StoredRow::from_sql(r).map_err(|e| sql_error(label, &ctx(), e))?);
+                    sink(fetched.row(r)?);
                 }
             }
             tx.finish()
@@ -399,11 +474,12 @@ where
             Ok(Some(session))
         })
     })?;
-    Ok(read.map(|(session, events, torn)| LogRead {
+    Ok(read.map(|(session, events, torn, log_bytes)| LogRead {
         session,
         events,
         // A torn row with a negative seq sorts first: everything is torn.
         torn_from: torn.map(|s| s.max(0) as u64),
+        log_bytes,
     }))
 }
 
@@ -418,16 +494,20 @@ impl FetchedRows {
             events,
             // A torn row with a negative seq sorts first: everything is torn.
             torn_from: torn.map(|s| s.max(0) as u64),
+            log_bytes: 0,
         })
     }
 
     /// Decodes a suffix fetched for `k`: the events with `seq >= k`. The
     /// last-turn/end rule applies to the rows read; a torn tail is dropped.
-    pub fn scan_suffix(self, k: u64) -> Result<LogRead> {
+    pub fn scan_suffix(self, k: u64, limits: &Limits, label: &str) -> Result<LogRead> {
+        let ctx = ReadCtx::new(limits, label, &self.session.header.id);
+        let events = scan::scan_suffix(self.rows, k, &ctx)?;
         Ok(LogRead {
             session: self.session,
-            events: scan::scan_suffix(self.rows, k)?,
+            events,
             torn_from: None,
+            log_bytes: 0,
         })
     }
 }
@@ -443,6 +523,7 @@ pub fn last_logical_seq(conn: &Connection, label: &str, id: &str) -> Result<Opti
         ),
         [id],
         id,
+        &Limits::default(),
     )?;
     rows.into_iter()
         .next()

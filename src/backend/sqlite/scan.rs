@@ -45,7 +45,11 @@ impl SqliteBackend {
             .path()
             .map_or_else(|| super::MEMORY_PATH.into(), Path::to_path_buf);
         let label = self.label.clone();
-        self.with_conn(|conn| scan_conn(conn, &label, &db))
+        // A missing or pristine file holds no sessions (and is not created).
+        Ok(self
+            .db
+            .read(|conn, _| scan_conn(conn, &label, &db))?
+            .unwrap_or_default())
     }
 }
 

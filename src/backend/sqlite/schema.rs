@@ -256,6 +256,33 @@ fn is_pristine(id: &Identity) -> bool {
     id.application_id == 0 && id.user_version == 0 && id.objects.is_empty()
 }
 
+/// Checks identity and schema of a database opened for reading, changing
+/// nothing: `None` while it is pristine (empty: a writer initialises it).
+pub fn read_store_id(conn: &mut Connection, label: &str) -> Result<Option<String>> {
+    let id = read_identity(conn, label)?;
+    if is_pristine(&id) {
+        return Ok(None);
+    }
+    verify_identity(&id, label)?;
+    stored_store_id(conn, label).map(Some)
+}
+
+fn stored_store_id(conn: &Connection, label: &str) -> Result<String> {
+    let store_id: Option<String> = conn
+        .query_row(
+            "SELECT store_id FROM persistence_state WHERE singleton = 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| sql_error(label, "cannot read the store id", e))?;
+    store_id.ok_or_else(|| {
+        Error::corruption(format!(
+            "{label} has no persistence_state row (store id missing)"
+        ))
+    })
+}
+
 /// Checks identity and schema of an opened database, initialising a pristine
 /// one in a single transaction. Returns the `store_id`. Refusals change
 /// nothing.
@@ -287,19 +314,7 @@ pub fn ensure_identity(conn: &mut Connection, label: &str) -> Result<String> {
         drop(tx);
     }
     verify_identity(&id, label)?;
-    let store_id: Option<String> = conn
-        .query_row(
-            "SELECT store_id FROM persistence_state WHERE singleton = 1",
-            [],
-            |r| r.get(0),
-        )
-        .optional()
-        .map_err(|e| sql_error(label, "cannot read the store id", e))?;
-    store_id.ok_or_else(|| {
-        Error::corruption(format!(
-            "{label} has no persistence_state row (store id missing)"
-        ))
-    })
+    stored_store_id(conn, label)
 }
 
 fn verify_identity(id: &Identity, label: &str) -> Result<()> {

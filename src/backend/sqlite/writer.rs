@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
+use crate::backend::limits::Limits;
 use crate::backend::rows::checks::{self, check_contiguous};
 use crate::backend::{Expect, Revision, StoredLog};
 use crate::codec::chunk_rows::{PackLimits, pack};
@@ -113,6 +114,7 @@ pub fn append(
     header: &SessionHeader,
     events: &[Event],
     expect: Expect<'_>,
+    limits: &Limits,
 ) -> Result<(String, i64)> {
     let id = header.id.as_str();
     if events.is_empty() {
@@ -148,7 +150,7 @@ pub fn append(
         stored_next,
         events,
         |from| match &existing {
-            Some(row) => reader::stored_suffix(&tx, label, row, from),
+            Some(row) => reader::stored_suffix(&tx, label, row, from, limits),
             None => Ok(Vec::new()),
         },
     )?;
@@ -173,7 +175,7 @@ pub fn append(
             &format!("cannot commit the append to session {}", quote(id)),
             e,
         );
-        return settle_commit(conn, label, id, events, &rev, e);
+        return settle_commit(conn, label, id, events, &rev, e, limits);
     }
     Ok(rev)
 }
@@ -202,6 +204,7 @@ fn settle_commit(
     events: &[Event],
     rev: &(String, i64),
     error: Error,
+    limits: &Limits,
 ) -> Result<(String, i64)> {
     let check = (|| -> Result<bool> {
         let Some(row) = reader::session_row(conn, label, id)? else {
@@ -211,7 +214,7 @@ fn settle_commit(
             return Ok(false);
         }
         let last = events.last().expect("a non-empty batch");
-        let stored = reader::stored_suffix(conn, label, &row, last.seq)?;
+        let stored = reader::stored_suffix(conn, label, &row, last.seq, limits)?;
         Ok(stored.len() == 1 && checks::same_event(&stored[0], last))
     })();
     match check {

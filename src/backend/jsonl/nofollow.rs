@@ -1,0 +1,231 @@
+//! Opening paths inside a JSONL root without following symbolic links (D5).
+//!
+//! A root may itself be a symbolic link (or lie below one): that part of a
+//! path is resolved as usual. Inside the root, the project directory, the
+//! session directory and the log file must be what they appear to be: each
+//! is opened relative to its parent's descriptor with `O_NOFOLLOW` (and
+//! `O_DIRECTORY` for directories), so a link planted there, or swapped in
+//! between a check and a use, is refused instead of followed. Every write
+//! (directory creation, the temp file, `link`, `unlink`, the append) goes
+//! through these descriptors; nothing is ever written outside the root.
+//!
+//! Paths keep their display form (`<root>/<project>/<session>/<file>`); the
+//! `inside` count says how many trailing components belong to the root.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+use crate::error::Error;
+use crate::model::json::quote;
+
+/// Components of a log path inside its root: project, session, file.
+pub const LOG_DEPTH: usize = 3;
+
+/// Components of a session directory inside its root.
+pub const SESSION_DEPTH: usize = 2;
+
+/// Components of a project directory inside its root.
+pub const PROJECT_DEPTH: usize = 1;
+
+fn split(path: &Path, inside: usize) -> io::Result<(PathBuf, Vec<&std::ffi::OsStr>)> {
+    let comps: Vec<Component<'_>> = path.components().collect();
+    if comps.len() <= inside {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "path is shorter than its layout",
+        ));
+    }
+    let (base, rest) = comps.split_at(comps.len() - inside);
+    let mut names = Vec::with_capacity(rest.len());
+    for c in rest {
+        match c {
+            Component::Normal(n) => names.push(*n),
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a layout component is not a plain name",
+                ));
+            }
+        }
+    }
+    Ok((base.iter().collect(), names))
+}
+
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// Opens the directory `name` in `parent` without following a link.
+pub fn dir_at(parent: &OwnedFd, name: impl rustix::path::Arg) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty())?)
+}
+
+/// Opens the directory `path`, the last `inside` components without
+/// following links.
+pub fn open_dir(path: &Path, inside: usize) -> io::Result<OwnedFd> {
+    let (base, names) = split(path, inside)?;
+    let mut fd = rustix::fs::open(
+        &base,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    for name in names {
+        fd = dir_at(&fd, name)?;
+    }
+    Ok(fd)
+}
+
+/// The directory holding `path` (opened as [`open_dir`] with `inside − 1`)
+/// and the last component's name.
+pub fn open_parent(path: &Path, inside: usize) -> io::Result<(OwnedFd, &std::ffi::OsStr)> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no name"))?;
+    let parent = path
+        .parent()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no parent"))?;
+    Ok((open_dir(parent, inside - 1)?, name))
+}
+
+/// Opens the file `path` with `flags` (`O_NOFOLLOW` and `O_CLOEXEC` added).
+pub fn open_file(path: &Path, inside: usize, flags: OFlags, mode: u32) -> io::Result<File> {
+    let (dir, name) = open_parent(path, inside)?;
+    open_file_at(&dir, name, flags, mode)
+}
+
+/// Opens `name` in `dir` with `flags` (`O_NOFOLLOW` and `O_CLOEXEC` added).
+pub fn open_file_at(
+    dir: &OwnedFd,
+    name: impl rustix::path::Arg,
+    flags: OFlags,
+    mode: u32,
+) -> io::Result<File> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    )?;
+    Ok(File::from(fd))
+}
+
+/// Opens `path` for reading.
+pub fn open_read(path: &Path, inside: usize) -> io::Result<File> {
+    open_file(path, inside, OFlags::RDONLY, 0)
+}
+
+/// The metadata of `path` (a link is not followed: it reads as a link).
+pub fn metadata(path: &Path, inside: usize) -> io::Result<std::fs::Metadata> {
+    // std has no fstatat; the file opened without following gives the same
+    // answer for a regular file, and a link fails to open (ELOOP).
+    open_file(path, inside, OFlags::RDONLY | OFlags::NONBLOCK, 0)?.metadata()
+}
+
+/// Creates the directory `path` (mode 0700) relative to its parent opened
+/// without following links, then fsyncs the parent (also when another
+/// creator made it first, D13). Returns the new directory, opened.
+pub fn create_dir(path: &Path, inside: usize) -> io::Result<OwnedFd> {
+    let (parent, name) = open_parent(path, inside)?;
+    match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o700)) {
+        Ok(()) => {}
+        Err(e) if e == rustix::io::Errno::EXIST => {}
+        Err(e) => return Err(e.into()),
+    }
+    crate::fault::sync_dir(&File::from(rustix::io::dup(&parent)?))?;
+    dir_at(&parent, name)
+}
+
+/// Whether `name` in `dir` is a symbolic link (for messages).
+fn is_link_at(dir: &OwnedFd, name: &std::ffi::OsStr) -> bool {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+    })
+}
+
+/// The first component of `path` inside its root that is a symbolic link.
+pub fn link_inside(path: &Path, inside: usize) -> Option<PathBuf> {
+    let (base, names) = split(path, inside).ok()?;
+    let mut fd = rustix::fs::open(
+        &base,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut at = base;
+    for name in names {
+        at.push(name);
+        if is_link_at(&fd, name) {
+            return Some(at);
+        }
+        fd = dir_at(&fd, name).ok()?;
+    }
+    None
+}
+
+/// The refusal of a link planted inside the root.
+pub fn link_error(link: &Path) -> Error {
+    Error::invalid(format!(
+        "{} is a symbolic link inside the JSONL root; the store never follows links inside its root (they could lead outside it): remove it, or move the real directory or file into the root",
+        quote(&link.display().to_string())
+    ))
+}
+
+/// Maps an I/O error on `path`: a link inside the root becomes
+/// [`link_error`], anything else an I/O error saying `what`.
+pub fn io_err(what: &str, path: &Path, inside: usize, e: io::Error) -> Error {
+    let loop_or_notdir = matches!(
+        e.raw_os_error().map(rustix::io::Errno::from_raw_os_error),
+        Some(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR)
+    );
+    if loop_or_notdir {
+        if let Some(link) = link_inside(path, inside) {
+            return link_error(&link);
+        }
+    }
+    Error::io(format!("{what} {}", path.display()), e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_inside_the_root_are_refused_links_above_it_followed() {
+        let base = std::env::temp_dir().join(format!(
+            "dsh-nofollow-{}-{}",
+            std::process::id(),
+            super::super::revision::random_u64()
+        ));
+        let real = base.join("real-root");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(real.join("p").join("s")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(real.join("p/s/log"), b"x").unwrap();
+        std::os::unix::fs::symlink(&real, base.join("root-link")).unwrap();
+        std::os::unix::fs::symlink(&outside, real.join("q")).unwrap();
+        // The root through a link: fine.
+        let via = base.join("root-link").join("p/s/log");
+        assert!(open_read(&via, LOG_DEPTH).is_ok());
+        // A project directory that is a link: refused, named.
+        let planted = real.join("q").join("s");
+        let e = create_dir(&planted, SESSION_DEPTH).unwrap_err();
+        let err = io_err("cannot create", &planted, SESSION_DEPTH, e);
+        assert!(err.to_string().contains("is a symbolic link"), "{err}");
+        assert!(err.to_string().contains("/real-root/q"), "{err}");
+        assert!(!outside.join("s").exists(), "nothing written outside");
+        // A log file that is a link.
+        std::os::unix::fs::symlink(outside.join("x"), real.join("p/s/other")).unwrap();
+        let e = open_read(&real.join("p/s/other"), LOG_DEPTH).unwrap_err();
+        let err = io_err("cannot open", &real.join("p/s/other"), LOG_DEPTH, e);
+        assert!(
+            err.to_string().contains("p/s/other\" is a symbolic link"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}

@@ -1,0 +1,419 @@
+//! How the database file is found, checked and opened (SPEC §4.1; B 06,
+//! B 07, D10, D11, D12).
+//!
+//! - **Lazily.** `Store::open` only checks what exists (the parent directory,
+//!   the file). The file is created (mode 0600, and its parent `mkdir -p`
+//!   0700, each new directory's parent fsynced) at the first *write*, like
+//!   the original; a store opened and closed unused leaves nothing behind.
+//! - **Reads change nothing.** A read of a missing file finds no sessions
+//!   and creates nothing; an empty (pristine) file is not initialised by a
+//!   read; the journal mode is only set by a writer.
+//! - **Read-only media and full disks.** A WAL database normally needs its
+//!   `-shm` file, which cannot be created on a read-only mount or a full
+//!   disk. When the normal open fails there, a read falls back to the file
+//!   opened `immutable` (a read-only mount: nobody can change it) or with
+//!   `locking_mode = EXCLUSIVE` (no `-shm`, a heap wal-index, and a lock
+//!   that keeps writers out while the read runs; the connection is closed
+//!   after each read, so writers wait no longer than one read).
+//! - **Paths.** The path is a file path, never a URI: a `path` starting with
+//!   `file:` names a file of that name (SQLite would take it as a URI). The
+//!   parent directory is resolved (`realpath`, so a symlinked home or data
+//!   directory works) and SQLite opens `<resolved parent>/<name>` with
+//!   `SQLITE_OPEN_NOFOLLOW`; the file itself must not be a symbolic link.
+//!   Every check runs on the file SQLite opens.
+
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+use rusqlite::{Connection, OpenFlags};
+
+use super::{access, reader, schema, sql_error};
+use crate::error::{Error, Result};
+use crate::model::json::quote;
+
+use super::{JournalMode, MEMORY_PATH};
+
+/// What identifies the database in revision tokens.
+#[derive(Clone, Debug)]
+pub struct Ident {
+    /// `persistence_state.store_id`.
+    pub store_id: String,
+    /// `file:<dev>:<ino>:<birthtime-ns>` or `memory`.
+    pub revision_prefix: String,
+}
+
+enum State {
+    /// Nothing opened yet (or the last fallback read connection closed).
+    Unopened,
+    /// Opened by a read: `ident` is `None` while the file is pristine.
+    Reading {
+        conn: Connection,
+        ident: Option<Ident>,
+        /// A fallback connection (immutable or exclusive): closed after use.
+        fallback: bool,
+    },
+    /// Opened, initialised and set up for writing.
+    Writable {
+        conn: Connection,
+        ident: Ident,
+    },
+    Closed,
+}
+
+/// The database of one store, opened when first needed.
+pub struct Database {
+    /// The file as configured (`None` in memory).
+    path: Option<PathBuf>,
+    label: String,
+    journal_mode: JournalMode,
+    busy_timeout_ms: u32,
+    state: Mutex<State>,
+}
+
+/// `path` as SQLite must see it: a file path, never a URI.
+fn plain(path: &Path) -> PathBuf {
+    if path.as_os_str().as_encoded_bytes().starts_with(b"file:") {
+        Path::new(".").join(path)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// The file SQLite opens: the resolved parent directory and the file name.
+fn resolved(path: &Path) -> Result<PathBuf> {
+    let parent = access::parent_dir(path);
+    let name = path.file_name().ok_or_else(|| {
+        Error::invalid(format!(
+            "session database path {} does not name a file",
+            quote(&path.display().to_string())
+        ))
+    })?;
+    let real = std::fs::canonicalize(&parent).map_err(|e| {
+        Error::io(
+            format!(
+                "cannot resolve session database parent {}",
+                quote(&parent.display().to_string())
+            ),
+            e,
+        )
+    })?;
+    Ok(real.join(name))
+}
+
+/// `file:` URI of an absolute path, percent-encoded, with `query`.
+fn uri(path: &Path, query: &str) -> String {
+    let mut out = String::from("file:");
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out.push('?');
+    out.push_str(query);
+    out
+}
+
+/// Less than 1 MiB free for this user: too little for a `-shm` and `-wal`.
+fn disk_full(dir: &Path) -> bool {
+    rustix::fs::statvfs(dir).is_ok_and(|v| v.f_bavail.saturating_mul(v.f_frsize) < 1 << 20)
+}
+
+fn read_only_mount(dir: &Path) -> bool {
+    rustix::fs::statvfs(dir).is_ok_and(|v| v.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY))
+}
+
+impl Database {
+    /// Checks the configured path (no file is created or opened, except an
+    /// in-memory database, which is initialised at once).
+    pub fn open(
+        path: &str,
+        journal_mode: JournalMode,
+        busy_timeout_ms: u32,
+        label: String,
+    ) -> Result<Database> {
+        let mut db = Database {
+            path: None,
+            label,
+            journal_mode,
+            busy_timeout_ms,
+            state: Mutex::new(State::Unopened),
+        };
+        if path == MEMORY_PATH {
+            let conn =
+                Connection::open_in_memory().map_err(|e| sql_error(&db.label, "cannot open", e))?;
+            let (conn, ident) = db.set_up_writable(conn, None)?;
+            *db.state.get_mut() = State::Writable { conn, ident };
+            return Ok(db);
+        }
+        if path.is_empty() {
+            return Err(Error::invalid("session database path must not be empty"));
+        }
+        let path = plain(Path::new(path));
+        let uid = access::current_uid()?;
+        let parent = access::parent_dir(&path);
+        if parent.exists() && !parent.is_dir() {
+            // Refused as "not a directory" (a missing one is made later).
+            access::check_parent(&path, uid)?;
+        }
+        if parent.is_dir() {
+            let file = resolved(&path)?;
+            access::check_parent(&file, uid)?;
+            if access::check_existing(&file, uid)? {
+                // An existing file is identified now (a foreign database is
+                // refused at open), read-only: nothing is written.
+                let (conn, ident, fallback) = db.open_for_reading(&file)?;
+                if !fallback {
+                    *db.state.get_mut() = State::Reading {
+                        conn,
+                        ident,
+                        fallback,
+                    };
+                }
+            }
+        }
+        db.path = Some(path);
+        Ok(db)
+    }
+
+    /// The database file as configured (`None` in memory).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    fn closed(&self) -> Error {
+        Error::Closed(format!("{} is closed", self.label))
+    }
+
+    fn flags() -> OpenFlags {
+        OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW
+    }
+
+    /// Connection pragmas, identity (initialising a pristine file), journal
+    /// pragmas and the list statement.
+    fn set_up_writable(
+        &self,
+        mut conn: Connection,
+        file: Option<&Path>,
+    ) -> Result<(Connection, Ident)> {
+        schema::apply_connection_pragmas(&conn, &self.label, self.busy_timeout_ms)?;
+        let store_id = schema::ensure_identity(&mut conn, &self.label)?;
+        schema::apply_journal_pragmas(&conn, &self.label, self.journal_mode, file.is_none())?;
+        reader::prepare_list(&conn, &self.label)?;
+        let revision_prefix = match file {
+            None => "memory".to_string(),
+            Some(p) => super::file_identity(p)?,
+        };
+        Ok((
+            conn,
+            Ident {
+                store_id,
+                revision_prefix,
+            },
+        ))
+    }
+
+    /// Opens `file` (which exists) for reading: the identity is checked,
+    /// nothing is written. `None` ident while the file is pristine.
+    fn open_for_reading(&self, file: &Path) -> Result<(Connection, Option<Ident>, bool)> {
+        let dir = access::parent_dir(file);
+        // On a (nearly) full disk the normal open would leave a half-made
+        // `-shm` behind: go to the fallback at once.
+        let normal = if disk_full(&dir) {
+            Err(Error::io_msg(format!(
+                "{}: cannot open: the disk is full",
+                self.label
+            )))
+        } else {
+            Connection::open_with_flags(file, Self::flags() | OpenFlags::SQLITE_OPEN_READ_WRITE)
+                .map_err(|e| sql_error(&self.label, "cannot open", e))
+                .and_then(|conn| self.reading_identity(conn, file))
+        };
+        match normal {
+            Ok((conn, ident)) => Ok((conn, ident, false)),
+            Err(first) if first.kind() == crate::ErrorKind::Io => {
+                let fallback = if read_only_mount(&dir) {
+                    Connection::open_with_flags(
+                        uri(file, "mode=ro&immutable=1"),
+                        Self::flags()
+                            | OpenFlags::SQLITE_OPEN_READ_ONLY
+                            | OpenFlags::SQLITE_OPEN_URI,
+                    )
+                    .map_err(|e| sql_error(&self.label, "cannot open", e))
+                } else {
+                    // Read-write (an exclusive lock needs a writable
+                    // descriptor), but nothing is written by a read.
+                    Connection::open_with_flags(
+                        file,
+                        Self::flags() | OpenFlags::SQLITE_OPEN_READ_WRITE,
+                    )
+                    .map_err(|e| sql_error(&self.label, "cannot open", e))
+                    .and_then(|conn| {
+                        conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE")
+                            .map_err(|e| {
+                                sql_error(&self.label, "cannot set PRAGMA locking_mode", e)
+                            })?;
+                        Ok(conn)
+                    })
+                };
+                match fallback.and_then(|conn| self.reading_identity(conn, file)) {
+                    Ok((conn, ident)) => Ok((conn, ident, true)),
+                    // The first failure says more about the file.
+                    Err(_) => Err(first),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn reading_identity(
+        &self,
+        mut conn: Connection,
+        file: &Path,
+    ) -> Result<(Connection, Option<Ident>)> {
+        schema::apply_connection_pragmas(&conn, &self.label, self.busy_timeout_ms)?;
+        let ident = match schema::read_store_id(&mut conn, &self.label)? {
+            None => None,
+            Some(store_id) => {
+                reader::prepare_list(&conn, &self.label)?;
+                Some(Ident {
+                    store_id,
+                    revision_prefix: super::file_identity(file)?,
+                })
+            }
+        };
+        Ok((conn, ident))
+    }
+
+    /// Runs a read on the connection. `Ok(None)` without calling `f` when
+    /// there is no database yet (no file, or a pristine one): nothing is
+    /// created or written.
+    pub fn read<T>(
+        &self,
+        f: impl FnOnce(&mut Connection, &Ident) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let mut state = self.state.lock();
+        loop {
+            match &mut *state {
+                State::Closed => return Err(self.closed()),
+                State::Writable { conn, ident } => return f(conn, ident).map(Some),
+                State::Reading {
+                    conn,
+                    ident,
+                    fallback,
+                } => {
+                    if ident.is_none() {
+                        // Pristine when opened: another store may have
+                        // initialised it since.
+                        if let Some(store_id) = schema::read_store_id(conn, &self.label)? {
+                            let file = self.path.as_deref().map(resolved).transpose()?;
+                            *ident = Some(Ident {
+                                store_id,
+                                revision_prefix: match file {
+                                    Some(p) => super::file_identity(&p)?,
+                                    None => "memory".into(),
+                                },
+                            });
+                        }
+                    }
+                    let out = match ident {
+                        None => Ok(None),
+                        Some(ident) => f(conn, ident).map(Some),
+                    };
+                    if *fallback {
+                        *state = State::Unopened;
+                    }
+                    return out;
+                }
+                State::Unopened => {
+                    let Some(path) = &self.path else {
+                        return Err(Error::invariant("an in-memory database was never opened"));
+                    };
+                    if !access::parent_dir(path).is_dir() {
+                        return Ok(None);
+                    }
+                    let file = resolved(path)?;
+                    let uid = access::current_uid()?;
+                    if !access::check_existing(&file, uid)? {
+                        return Ok(None);
+                    }
+                    let (conn, ident, fallback) = self.open_for_reading(&file)?;
+                    *state = State::Reading {
+                        conn,
+                        ident,
+                        fallback,
+                    };
+                }
+            }
+        }
+    }
+
+    /// Runs a write, first creating and initialising the database if needed.
+    pub fn write<T>(&self, f: impl FnOnce(&mut Connection, &Ident) -> Result<T>) -> Result<T> {
+        let mut state = self.state.lock();
+        match &mut *state {
+            State::Closed => return Err(self.closed()),
+            State::Writable { conn, ident } => return f(conn, ident),
+            State::Reading { .. } | State::Unopened => {}
+        }
+        // Drop a reading connection first: the writer opens its own.
+        *state = State::Unopened;
+        let Some(path) = &self.path else {
+            return Err(Error::invariant("an in-memory database was never opened"));
+        };
+        let uid = access::current_uid()?;
+        let parent = access::parent_dir(path);
+        crate::backend::dirs::create_dir_all(&parent)?;
+        let file = resolved(path)?;
+        access::check_parent(&file, uid)?;
+        access::prepare_file(&file, uid)?;
+        let conn =
+            Connection::open_with_flags(&file, Self::flags() | OpenFlags::SQLITE_OPEN_READ_WRITE)
+                .map_err(|e| sql_error(&self.label, "cannot open", e))?;
+        let (conn, ident) = self.set_up_writable(conn, Some(&file))?;
+        *state = State::Writable { conn, ident };
+        match &mut *state {
+            State::Writable { conn, ident } => f(conn, ident),
+            _ => Err(Error::invariant("the database was just opened for writing")),
+        }
+    }
+
+    /// The identity, when the database is open and initialised.
+    pub fn ident(&self) -> Option<Ident> {
+        match &*self.state.lock() {
+            State::Writable { ident, .. } => Some(ident.clone()),
+            State::Reading { ident, .. } => ident.clone(),
+            _ => None,
+        }
+    }
+
+    /// Closes the connection; later calls fail as closed.
+    pub fn close(&self) -> Result<()> {
+        let state = std::mem::replace(&mut *self.state.lock(), State::Closed);
+        match state {
+            State::Writable { conn, .. } | State::Reading { conn, .. } => conn
+                .close()
+                .map_err(|(_, e)| sql_error(&self.label, "cannot close", e)),
+            State::Unopened | State::Closed => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_prefixed_paths_stay_paths() {
+        assert_eq!(plain(Path::new("file:x.db")), PathBuf::from("./file:x.db"));
+        assert_eq!(
+            plain(Path::new("/a/file:x.db")),
+            PathBuf::from("/a/file:x.db")
+        );
+        assert_eq!(
+            uri(Path::new("/a b/x?.db"), "immutable=1"),
+            "file:/a%20b/x%3F.db?immutable=1"
+        );
+    }
+}

@@ -1,0 +1,389 @@
+//! Bounded reads and the same bounds on writes (`maxRecordBytes`,
+//! `maxLogBytes`): decompression bombs, giant lines and rows, logs over the
+//! limit — a clear `corruption` error naming the file or session, the place
+//! and the limit, never an abort and never a repair; and an append that a
+//! reader would refuse is refused up front.
+//!
+//! The stores are small (limits of a few MiB) so the suite stays fast; the
+//! 16 GiB bombs of `../shared/reliability/zstd_bomb.py` and `sqlite_bomb.py`
+//! are run against the release CLI under `prlimit --as` in
+//! `docs/reliability.md`.
+
+mod support;
+
+use std::path::Path;
+
+use dsh_persist::ErrorKind;
+use dsh_persist::model::header::SessionHeader;
+use dsh_persist::store::{AppendOptions, Store};
+use support::TempDir;
+
+const MIB: usize = 1 << 20;
+
+/// Limits of 2 MiB per record and 8 MiB per log.
+const LIMITS: &str = r#""maxRecordBytes":2097152,"maxLogBytes":8388608"#;
+
+fn jsonl(root: &Path, compression: &str) -> Store {
+    Store::open_json(&format!(
+        r#"{{"backend":"jsonl","root":{},"compression":"{compression}",{LIMITS}}}"#,
+        serde_json::to_string(root).unwrap()
+    ))
+    .unwrap()
+}
+
+fn sqlite(path: &Path) -> Store {
+    Store::open_json(&format!(
+        r#"{{"backend":"sqlite","path":{},{LIMITS}}}"#,
+        serde_json::to_string(path).unwrap()
+    ))
+    .unwrap()
+}
+
+const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+fn block_header(last: bool, btype: u32, size: u32) -> [u8; 3] {
+    let v = u32::from(last) | (btype << 1) | (size << 3);
+    [v as u8, (v >> 8) as u8, (v >> 16) as u8]
+}
+
+/// A Zstandard frame (no checksum, no content size): `prefix` as a raw
+/// block, then `fill_len` bytes of `fill` as RLE blocks.
+fn bomb_frame(prefix: &[u8], fill: u8, fill_len: usize) -> Vec<u8> {
+    const BLOCK: usize = 128 * 1024;
+    let mut out = MAGIC.to_vec();
+    out.extend([0x00, 0x58]);
+    let mut blocks: Vec<(u32, Vec<u8>, u32)> = Vec::new();
+    if !prefix.is_empty() {
+        blocks.push((0, prefix.to_vec(), prefix.len() as u32));
+    }
+    let mut left = fill_len;
+    while left > 0 {
+        let n = left.min(BLOCK);
+        blocks.push((1, vec![fill], n as u32));
+        left -= n;
+    }
+    let count = blocks.len();
+    for (i, (t, body, size)) in blocks.into_iter().enumerate() {
+        out.extend(block_header(i + 1 == count, t, size));
+        out.extend(body);
+    }
+    out
+}
+
+fn header_line(id: &str) -> String {
+    format!("{}\n", SessionHeader::new(id, 1).to_jsonl_line())
+}
+
+fn plant(root: &Path, id: &str, file: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let dir = root.join("_no-cwd").join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(file);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// The error of `r`, which must be a corruption naming each of `want`.
+fn corruption<T: std::fmt::Debug>(r: dsh_persist::Result<T>, want: &[&str]) -> String {
+    let e = r.expect_err("a limit must fail the read");
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    let text = e.to_string();
+    for w in want {
+        assert!(text.contains(w), "{text:?} does not name {w:?}");
+    }
+    text
+}
+
+#[test]
+fn zstd_header_frame_bomb_fails_list_and_reads_cleanly() {
+    let dir = TempDir::new("bomb-header");
+    let root = dir.path().join("root");
+    let frame = bomb_frame(header_line("hb").as_bytes(), b'a', 64 * MIB);
+    let path = plant(&root, "hb", "session.jsonl.zstd", &frame);
+    assert!(frame.len() < 64 * 1024, "a small file: {}", frame.len());
+    let store = jsonl(&root, "zstd");
+    let file = path.display().to_string();
+    corruption(
+        store.list(),
+        &[&file, "header frame", "maxRecordBytes", "2097152"],
+    );
+    for r in [store.inspect("hb"), store.load("hb")] {
+        corruption(r.map(|_| ()), &[&file, "maxRecordBytes", "2097152"]);
+    }
+    corruption(store.read_from("hb", 0).map(|_| ()), &[&file]);
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        frame,
+        "load repaired nothing"
+    );
+}
+
+#[test]
+fn zstd_body_bomb_and_torn_bomb_are_corruption_not_torn_tails() {
+    let dir = TempDir::new("bomb-body");
+    let root = dir.path().join("root");
+    let mut file =
+        dsh_persist::backend::jsonl::codec_zstd::encode_frame(header_line("bb").as_bytes())
+            .unwrap();
+    let body_at = file.len();
+    file.extend(bomb_frame(b"", b'a', 64 * MIB));
+    let path = plant(&root, "bb", "session.jsonl.zstd", &file);
+    let store = jsonl(&root, "zstd");
+    assert_eq!(store.list().unwrap().len(), 1, "the header frame is fine");
+    let text = corruption(
+        store.load("bb").map(|_| ()),
+        &[
+            &path.display().to_string(),
+            &format!("frame at byte {body_at}"),
+            "maxRecordBytes",
+        ],
+    );
+    assert!(!text.contains("torn"), "{text}");
+    // The same frame cut short (a torn last frame) is no torn tail either:
+    // no writer of this library leaves a record that long.
+    let cut = file.len() - 100;
+    std::fs::write(&path, &file[..cut]).unwrap();
+    corruption(store.load("bb").map(|_| ()), &["maxRecordBytes"]);
+    assert_eq!(std::fs::read(&path).unwrap(), &file[..cut]);
+}
+
+#[test]
+fn giant_plain_lines_are_refused_at_their_byte() {
+    let dir = TempDir::new("plain-giant");
+    let root = dir.path().join("root");
+    let head = header_line("pg");
+    let good = r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#;
+    // A complete 3 MiB line, then the same without its newline (torn).
+    let giant = format!("{{\"x\":\"{}\"}}", "a".repeat(3 * MIB));
+    let at = head.len() + good.len() + 1;
+    for newline in [true, false] {
+        let mut text = format!("{head}{good}\n{giant}");
+        if newline {
+            text.push('\n');
+        }
+        let path = plant(&root, "pg", "session.jsonl", text.as_bytes());
+        let store = jsonl(&root, "none");
+        corruption(
+            store.load("pg").map(|_| ()),
+            &[&format!("starting at byte {at}"), "maxRecordBytes"],
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), text.as_bytes());
+    }
+    // A first line over the limit fails list too.
+    let path = plant(&root, "pg", "session.jsonl", giant.as_bytes());
+    let store = jsonl(&root, "none");
+    corruption(
+        store.list(),
+        &[&path.display().to_string(), "starting at byte 0"],
+    );
+}
+
+#[test]
+fn logs_over_max_log_bytes_fail_on_every_backend() {
+    let dir = TempDir::new("log-limit");
+    // 12 lines of 1 MiB: each under the record limit, 12 MiB over the log's.
+    let head = header_line("big");
+    let mut text = head.clone();
+    for seq in 0..12u64 {
+        text.push_str(&format!(
+            "{{\"type\":\"x/y\",\"seq\":{seq},\"time\":1,\"ignorable\":true,\"data\":\"{}\"}}\n",
+            "b".repeat(MIB)
+        ));
+    }
+    let raw = dir.path().join("raw");
+    plant(&raw, "big", "session.jsonl", text.as_bytes());
+    corruption(
+        jsonl(&raw, "none").load("big").map(|_| ()),
+        &["maxLogBytes", "8388608"],
+    );
+    let z = dir.path().join("z");
+    let mut file = Vec::new();
+    for chunk in text.split_inclusive('\n') {
+        file.extend(
+            dsh_persist::backend::jsonl::codec_zstd::encode_frame(chunk.as_bytes()).unwrap(),
+        );
+    }
+    plant(&z, "big", "session.jsonl.zstd", &file);
+    corruption(
+        jsonl(&z, "zstd").inspect("big").map(|_| ()),
+        &["maxLogBytes"],
+    );
+    // read_raw holds the whole text: bounded by the log limit as well.
+    corruption(
+        jsonl(&z, "zstd").read_raw("big").map(|_| ()),
+        &["maxLogBytes"],
+    );
+}
+
+/// A SQLite store with one complete turn in session `s`, then `rows` extra
+/// `session/title` rows whose data BLOB decodes to `each` bytes.
+fn sqlite_with_bomb_rows(path: &Path, rows: usize, each: usize) {
+    let store = sqlite(path);
+    store.create(SessionHeader::new("s", 1)).unwrap();
+    store
+        .append_json(
+            "s",
+            r#"[{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}},{"type":"turn/end","seq":1,"time":1,"data":{"turn":1,"reason":{"kind":"completed"}}}]"#,
+        )
+        .unwrap();
+    store.close().unwrap();
+    let text = format!("\"{}\"", "a".repeat(each - 2));
+    let blob = zstd::bulk::compress(text.as_bytes(), 3).unwrap();
+    let conn = rusqlite::Connection::open(path).unwrap();
+    for k in 0..rows {
+        conn.execute(
+            "INSERT INTO events VALUES ('s', ?1, 'session/title', 1, ?2, NULL, NULL, NULL)",
+            rusqlite::params![2 + k as i64, blob],
+        )
+        .unwrap();
+    }
+}
+
+fn event_rows(path: &Path) -> i64 {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn sqlite_row_bombs_are_corruption_and_never_deleted() {
+    let dir = TempDir::new("sqlite-bomb");
+    // One row over the record limit, after the last turn/end (where an
+    // undecodable row would be a torn tail).
+    let one = dir.path().join("one.db");
+    sqlite_with_bomb_rows(&one, 1, 3 * MIB);
+    let store = sqlite(&one);
+    for r in [store.inspect("s"), store.load("s"), store.read_from("s", 0)] {
+        corruption(
+            r.map(|_| ()),
+            &["session \"s\"", "row at seq 2", "maxRecordBytes", "2097152"],
+        );
+    }
+    store.close().unwrap();
+    assert_eq!(event_rows(&one), 3, "load deleted nothing");
+    // Rows under the record limit that add up past the log limit.
+    let many = dir.path().join("many.db");
+    sqlite_with_bomb_rows(&many, 6, 2 * MIB - 1024);
+    let store = sqlite(&many);
+    corruption(
+        store.load("s").map(|_| ()),
+        &["session \"s\"", "maxLogBytes", "8388608"],
+    );
+    store.close().unwrap();
+    assert_eq!(event_rows(&many), 8);
+    // TEXT data over the limit is refused before it is copied.
+    let text = dir.path().join("text.db");
+    sqlite_with_bomb_rows(&text, 0, 16);
+    rusqlite::Connection::open(&text)
+        .unwrap()
+        .execute(
+            "INSERT INTO events VALUES ('s', 2, 'session/title', 1, ?1, NULL, NULL, NULL)",
+            [format!("\"{}\"", "t".repeat(3 * MIB))],
+        )
+        .unwrap();
+    corruption(
+        sqlite(&text).inspect("s").map(|_| ()),
+        &["row at seq 2", "stores", "maxRecordBytes"],
+    );
+}
+
+fn big_message(bytes: usize) -> String {
+    format!(
+        r#"{{"id":"u1","role":"user","content":[{{"type":"text","text":"{}"}}],"source":{{"kind":"user"}}}}"#,
+        "a".repeat(bytes)
+    )
+}
+
+#[test]
+fn appends_a_reader_would_refuse_are_refused_up_front() {
+    let dir = TempDir::new("write-bounds");
+    let stores: Vec<(&str, Store)> = vec![
+        ("zstd", jsonl(&dir.path().join("z"), "zstd")),
+        ("none", jsonl(&dir.path().join("n"), "none")),
+        ("sqlite", sqlite(&dir.path().join("s.db"))),
+    ];
+    let opts = AppendOptions {
+        surface_op: Some(r#""append""#.to_string()),
+        ..AppendOptions::default()
+    };
+    for (kind, store) in &stores {
+        // Live: refused at append, before anything is acknowledged.
+        let live = store.start(SessionHeader::new("live", 1)).unwrap();
+        live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default())
+            .unwrap();
+        let e = live
+            .append("user/message", &big_message(3 * MIB), &opts)
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{kind}: {e}");
+        assert!(e.to_string().contains("maxRecordBytes"), "{kind}: {e}");
+        live.append("user/message", &big_message(MIB), &opts)
+            .unwrap();
+        live.append(
+            "turn/end",
+            r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+            &AppendOptions::default(),
+        )
+        .unwrap();
+        live.close().unwrap();
+        assert_eq!(store.load("live").unwrap().events.len(), 3, "{kind}");
+        // Store-level append: refused, nothing written.
+        store.create(SessionHeader::new("cold", 1)).unwrap();
+        let big = format!(
+            r#"[{{"type":"turn/start","seq":0,"time":1,"data":{{"turn":1}}}},{{"type":"user/message","seq":1,"time":1,"surfaceOp":"append","data":{}}}]"#,
+            big_message(3 * MIB)
+        );
+        let e = store.append_json("cold", &big).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{kind}: {e}");
+        assert!(e.to_string().contains("at seq 1"), "{kind}: {e}");
+        assert!(store.list().unwrap().iter().all(|h| h.id != "cold"));
+    }
+}
+
+#[test]
+fn appends_stop_before_the_log_limit_and_what_was_acknowledged_loads() {
+    let dir = TempDir::new("write-log-limit");
+    let stores: Vec<(&str, Store)> = vec![
+        ("zstd", jsonl(&dir.path().join("z"), "zstd")),
+        ("none", jsonl(&dir.path().join("n"), "none")),
+        ("sqlite", sqlite(&dir.path().join("s.db"))),
+    ];
+    let opts = AppendOptions {
+        surface_op: Some(r#""append""#.to_string()),
+        ..AppendOptions::default()
+    };
+    for (kind, store) in &stores {
+        let live = store.start(SessionHeader::new("fill", 1)).unwrap();
+        let mut refused = None;
+        for turn in 1..=20u64 {
+            live.append(
+                "turn/start",
+                &format!(r#"{{"turn":{turn}}}"#),
+                &AppendOptions::default(),
+            )
+            .unwrap();
+            live.append("user/message", &big_message(MIB), &opts)
+                .unwrap();
+            live.append(
+                "turn/end",
+                &format!(r#"{{"turn":{turn},"reason":{{"kind":"completed"}}}}"#),
+                &AppendOptions::default(),
+            )
+            .unwrap();
+            if let Err(e) = live.flush() {
+                refused = Some(e);
+                break;
+            }
+        }
+        let e = refused.unwrap_or_else(|| panic!("{kind}: 20 MiB never refused"));
+        assert!(e.to_string().contains("maxLogBytes"), "{kind}: {e}");
+        drop(live);
+        // Everything the store wrote reads back within the limit.
+        let reopened = match *kind {
+            "sqlite" => sqlite(&dir.path().join("s.db")),
+            "zstd" => jsonl(&dir.path().join("z"), "zstd"),
+            _ => jsonl(&dir.path().join("n"), "none"),
+        };
+        let view = reopened.load("fill").unwrap();
+        assert!(view.events.len() >= 6, "{kind}: {}", view.events.len());
+    }
+}
