@@ -18,11 +18,14 @@ from conftest import PYTHON_DIR
 
 
 def test_io_error_is_an_os_error(tmp_path):
-    missing = tmp_path / "missing-dir" / "s.db"
+    # A JSONL root below a regular file cannot be created. (A missing SQLite
+    # parent directory is no error: it is made at the first write.)
+    blocker = tmp_path / "blocker-file"
+    blocker.write_text("")
     with pytest.raises(OSError) as e:
-        Store.open({"backend": "sqlite", "path": str(missing)})
+        Store.open({"backend": "jsonl", "root": str(blocker / "root")})
     assert type(e.value) is DshIOError and e.value.status == 6
-    assert str(e.value) == e.value.message and "missing-dir" in e.value.message
+    assert str(e.value) == e.value.message and "blocker-file" in e.value.message
     assert e.value.errno is None and e.value.filename is None
 
 
