@@ -2,6 +2,7 @@
 // The smoke scenario shared by smoke.cjs and smoke.mjs: the one of smoke.py.
 const assert = require('node:assert/strict');
 const path = require('node:path');
+const fs = require('node:fs');
 
 const USER = { id: 'u1', role: 'user', content: [{ type: 'text', text: 'hi' }], source: { kind: 'user' } };
 
@@ -34,8 +35,12 @@ function run(dsh, scratch, tag) {
     assert.throws(() => store.load('absent'), dsh.NotFoundError);
     store.close();
   }
+  // A JSONL root below a regular file cannot be created (a missing SQLite
+  // parent directory is made at the first write, so it is no error).
+  const blocker = path.join(scratch, 'blocker-file');
+  fs.writeFileSync(blocker, '');
   assert.throws(
-    () => dsh.Store.open({ backend: 'sqlite', path: path.join(scratch, 'no-such-dir', 's.db') }),
+    () => dsh.Store.open({ backend: 'jsonl', root: path.join(blocker, 'root') }),
     dsh.DshIOError,
   );
 }

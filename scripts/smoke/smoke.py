@@ -38,9 +38,11 @@ for config in (
             raise AssertionError("load of an absent id succeeded")
         except NotFoundError:
             pass
+blocker = scratch / "blocker-file"
+blocker.write_text("")
 try:
-    Store.open({"backend": "sqlite", "path": scratch / "no-such-dir" / "s.db"})
-    raise AssertionError("opened a database in a missing directory")
+    Store.open({"backend": "jsonl", "root": blocker / "root"})
+    raise AssertionError("opened a JSONL root below a regular file")
 except OSError as e:
     assert isinstance(e, DshIOError)
 print(f"python {sys.version.split()[0]}: smoke ok (library {lib}, version {dsh_persist.library_version})")
