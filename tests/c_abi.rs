@@ -205,6 +205,11 @@ fn c_store() {
 }
 
 #[test]
+fn c_manage() {
+    run_c("test_manage", &[]);
+}
+
+#[test]
 fn c_session() {
     run_c("test_session", &[]);
 }
