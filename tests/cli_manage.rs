@@ -230,3 +230,98 @@ fn import_writes_all_or_nothing() {
     let r = run(["--json", "inspect", "--jsonl-raw", &root, "bad"]);
     assert_eq!(r.code, 3);
 }
+
+/// Runs the binary with stdin and stderr on a new pseudo-terminal and stdout
+/// on a pipe, answering `answer` once the prompt `[y/N]` appears; prints
+/// (exit code, stdout length, stdout, what the terminal got).
+const PTY_ANSWER: &str = r#"
+import fcntl, os, pty, select, struct, subprocess, sys, termios
+answer = sys.argv[1].encode() + b"\n"
+master, slave = pty.openpty()
+fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
+out_r, out_w = os.pipe()
+p = subprocess.Popen(sys.argv[2:], stdin=slave, stdout=out_w, stderr=slave)
+os.close(slave)
+os.close(out_w)
+term, out, answered = b"", b"", False
+fds = [master, out_r]
+while fds:
+    ready, _, _ = select.select(fds, [], [], 10)
+    if not ready:
+        break
+    for fd in ready:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            fds.remove(fd)
+        elif fd == master:
+            term += chunk
+            if not answered and b"[y/N]" in term:
+                os.write(master, answer)
+                answered = True
+        else:
+            out += chunk
+code = p.wait()
+sys.stdout.buffer.write(b"%d\n%d\n" % (code, len(out)) + out + term)
+"#;
+
+fn on_pty_answering(answer: &str, args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(PTY_ANSWER)
+        .arg(answer)
+        .arg(env!("CARGO_BIN_EXE_dsh-persist"))
+        .args(args)
+        .output()
+        .expect("python3 runs the pty helper");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (code, rest) = text.split_once('\n').unwrap();
+    let (len, rest) = rest.split_once('\n').unwrap();
+    let len: usize = len.parse().unwrap();
+    (
+        code.parse().unwrap(),
+        rest[..len].to_string(),
+        rest[len..].to_string(),
+    )
+}
+
+#[test]
+fn a_terminal_is_asked_and_shows_progress() {
+    let dir = TempDir::new("cli-manage");
+    let root = raw_root(&dir);
+    let (code, stdout, term) =
+        on_pty_answering("n", &["prune", "--jsonl-raw", &root, "--keep-newest", "0"]);
+    assert_eq!(code, 1, "declined: {term}");
+    assert!(term.contains("delete 3 session(s)? [y/N]"), "{term}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert_eq!(listed("--jsonl-raw", &root), 3);
+    let (code, stdout, term) =
+        on_pty_answering("y", &["prune", "--jsonl-raw", &root, "--keep-newest", "1"]);
+    assert_eq!(code, 0, "{term}");
+    assert!(
+        term.contains("prune ["),
+        "a progress bar on the terminal: {term}"
+    );
+    assert!(
+        stdout.contains("2 deleted, 0 busy, 0 failed, 1 kept"),
+        "{stdout}"
+    );
+    assert_eq!(listed("--jsonl-raw", &root), 1);
+    let r = run(["--json", "list", "--jsonl-raw", &root]);
+    let last = r.json()[0]["id"].as_str().unwrap().to_string();
+    let (code, stdout, term) = on_pty_answering("yes", &["delete", "--jsonl-raw", &root, &last]);
+    assert_eq!(code, 0, "{term}");
+    assert!(
+        term.contains(&format!("delete session \"{last}\"? [y/N]")),
+        "{term}"
+    );
+    assert_eq!(stdout.trim(), format!("deleted {last}"));
+    assert_eq!(listed("--jsonl-raw", &root), 0);
+}
