@@ -5,6 +5,8 @@
 mod cli_common;
 mod support;
 
+use std::path::Path;
+
 use cli_common::*;
 use dsh_persist::model::event::Event;
 use dsh_persist::model::header::SessionHeader;
@@ -74,6 +76,11 @@ fn delete_needs_yes_without_a_terminal_and_reports_json() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.json(), serde_json::json!({"deleted": ["a", "b"]}));
     assert_eq!(listed("--jsonl-raw", &root), 1);
+    // The trash a delete leaves (empty) is no problem for verify.
+    assert!(Path::new(&root).join(".dsh-persist-trash").is_dir());
+    let r = run(["--json", "verify", "--jsonl-raw", &root]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert_eq!(r.json()["problems"], serde_json::json!([]));
     let r = run(["--json", "delete", "-y", "--jsonl-raw", &root, "a"]);
     assert_eq!(r.code, 3);
     let (kind, message) = r.error();

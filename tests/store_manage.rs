@@ -195,7 +195,19 @@ fn delete_removes_the_session_and_frees_the_id(kind: Kind) {
     stored(&store, "keep", 1, 5);
     // Caches filled: an inspection and a cold append's tail.
     assert!(store.inspect("d1").unwrap().events.len() > 3);
+    // A link inside the session directory is removed, never followed.
+    let outside = dir.path().join("outside.txt");
+    if kind.is_jsonl() {
+        std::fs::write(&outside, "keep me").unwrap();
+        let sdir = log_file(&dir, kind, "d1").parent().unwrap().to_path_buf();
+        std::os::unix::fs::symlink(dir.path(), sdir.join("link-to-dir")).unwrap();
+        std::os::unix::fs::symlink(&outside, sdir.join("link-to-file")).unwrap();
+    }
     store.delete("d1").unwrap();
+    if kind.is_jsonl() {
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me");
+        assert!(!log_file(&dir, kind, "d1").parent().unwrap().exists());
+    }
     assert_eq!(ids(&store), ["keep"]);
     assert_eq!(store.load("d1").unwrap_err().kind(), ErrorKind::NotFound);
     assert_eq!(store.inspect("d1").unwrap_err().kind(), ErrorKind::NotFound);
