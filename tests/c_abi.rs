@@ -205,6 +205,11 @@ fn c_store() {
 }
 
 #[test]
+fn c_manage() {
+    run_c("test_manage", &[]);
+}
+
+#[test]
 fn c_session() {
     run_c("test_session", &[]);
 }
@@ -315,7 +320,8 @@ fn header_functions_equal_exported_symbols() {
         .collect();
     exported.sort();
     let declared = header_functions();
-    assert_eq!(declared.len(), 36, "{declared:?}");
+    // 36 of SPEC and its additions, 4 of session management (issue 19).
+    assert_eq!(declared.len(), 36 + 4, "{declared:?}");
     assert_eq!(
         exported, declared,
         "the cdylib's exported dsh_* functions must be exactly the header's"

@@ -9,7 +9,7 @@ use std::process::Command;
 use cli_common::*;
 use support::*;
 
-const SUBCOMMANDS: [&str; 13] = [
+const SUBCOMMANDS: [&str; 17] = [
     "list",
     "snapshots",
     "load",
@@ -19,6 +19,11 @@ const SUBCOMMANDS: [&str; 13] = [
     "cat",
     "verify",
     "convert",
+    // Session management (issue 19).
+    "delete",
+    "prune",
+    "salvage",
+    "import",
     "bench",
     "completions",
     "man",

@@ -152,6 +152,11 @@ pub const ADDED_FUNCTIONS: &[&str] = &[
     // Frees a session whose close failed (reliability D16: a failed close
     // keeps the handle valid and retryable; this gives it up).
     "dsh_session_free",
+    // Session management, the write half (issue 19).
+    "dsh_store_delete",
+    "dsh_store_prune",
+    "dsh_store_salvage",
+    "dsh_store_import",
 ];
 
 /// The `dsh_*` function names the header declares (an identifier followed

@@ -76,6 +76,41 @@ export interface RawArtifact {
   content: string;
 }
 
+// Session management (issue 19).
+export interface PruneOptions {
+  /** Delete sessions not updated for this many days. */
+  olderThanDays?: number;
+  /** Keep the K most recently updated sessions. */
+  keepNewest?: number;
+  /** Report what would be deleted; delete nothing. */
+  dryRun?: boolean;
+}
+
+export interface PruneReport {
+  dryRun: boolean;
+  /** JSONL: the log file's mtime; SQLite/PostgreSQL: the last event's time. */
+  updatedFrom: 'fileMtime' | 'lastEventTime' | null;
+  deleted: Array<{ id: string; updatedAt: number }>;
+  busy: Array<{ id: string; message: string }>;
+  failed: Array<{ id: string; message: string }>;
+  kept: number;
+}
+
+export interface SalvageReport {
+  sourceId: string;
+  newId: string;
+  readEvents: number;
+  keptEvents: number;
+  closers: number;
+  stopped: string | null;
+}
+
+export interface ImportReport {
+  id: string;
+  events: number;
+  hadHeader: boolean;
+}
+
 export interface AppendOptions {
   surfaceOp?: SurfaceOp;
   sourceEventSeqs?: Array<number | bigint>;
@@ -132,6 +167,16 @@ export declare class Store extends Handle {
   listRaw(): string;
   listSnapshots(): Array<{ header: SessionHeader; revision: string }>;
   listSnapshotsRaw(): string;
+  /** Deletes a stored session (BusyError when live or held, NotFoundError when absent). */
+  delete(id: string): void;
+  prune(options: PruneOptions): PruneReport;
+  pruneRaw(options: PruneOptions | string): string;
+  /** Copies the intact prefix of a session that may no longer load into newId. */
+  salvage(id: string, newId: string): SalvageReport;
+  salvageRaw(id: string, newId: string): string;
+  /** Imports a JSONL text of events into the new session newId: all or nothing. */
+  importJsonl(newId: string, jsonl: string): ImportReport;
+  importJsonlRaw(newId: string, jsonl: string): string;
   start(header: SessionHeader | string): Session;
   resume(id: string): Session;
   /** boundary: inclusive seq, -1 for the last event; child: header (null: generated id). */

@@ -9,6 +9,7 @@
 pub mod dirs;
 pub mod jsonl;
 pub mod limits;
+pub mod manage;
 pub mod parallel;
 pub mod postgres;
 pub mod rows;
@@ -262,6 +263,38 @@ pub trait Backend: Send + Sync {
 
     /// The decoded artifact (JSONL). SQLite: `Error::Unsupported`.
     fn read_raw(&self, id: &str) -> Result<Option<RawArtifact>>;
+
+    /// Deletes the stored session `id` (its log, or its events and session
+    /// row) as one durable step; `writer` is the id's writer lock, held by
+    /// the caller. Returns `false` when `id` is not stored.
+    fn delete(&self, id: &str, writer: &WriterLock) -> Result<bool> {
+        let _ = (id, writer);
+        Err(crate::error::Error::Unsupported(
+            "this backend cannot delete sessions".into(),
+        ))
+    }
+
+    /// When `id` was last written, in ms since the epoch, and how that is
+    /// known; `None` when not stored. The default reads the whole log.
+    fn updated_at(&self, id: &str) -> Result<Option<(i64, manage::UpdatedSource)>> {
+        Ok(self.read(id)?.map(|log| {
+            let t = log
+                .events
+                .last()
+                .map_or(log.header.created_at as i64, |e| e.time);
+            (t, manage::UpdatedSource::LastEventTime)
+        }))
+    }
+
+    /// The intact prefix of `id` (see [`manage::IntactPrefix`]), read
+    /// without the load path's refusals and without repairing anything.
+    /// `None` when not stored.
+    fn read_intact_prefix(&self, id: &str) -> Result<Option<manage::IntactPrefix>> {
+        let _ = id;
+        Err(crate::error::Error::Unsupported(
+            "this backend cannot salvage sessions".into(),
+        ))
+    }
 
     /// Flushes and releases storage handles.
     fn close(&self) -> Result<()> {

@@ -175,6 +175,56 @@ pub enum Command {
         #[command(flatten)]
         target: TargetArgs,
     },
+    // Session management, the writing half (issue 19; src/cli/manage.rs).
+    /// Delete sessions (JSONL: the session directory, atomically; SQLite,
+    /// PostgreSQL: the rows). Asks first on a terminal; a live or otherwise
+    /// held session is busy.
+    Delete {
+        /// Session ids (as `list` shows them).
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// Do not ask (required when stdin is not a terminal).
+        #[arg(short, long)]
+        yes: bool,
+    },
+    /// Delete the sessions not updated for N days and/or all but the newest
+    /// K (both given: a session must match both). Updated: the log file's
+    /// mtime on JSONL, the last event's time on SQLite and PostgreSQL.
+    /// Busy sessions are skipped and reported.
+    Prune {
+        /// Delete sessions not updated for this many days (fractions work).
+        #[arg(long = "older-than-days", value_name = "N")]
+        older_than_days: Option<f64>,
+        /// Keep the K most recently updated sessions.
+        #[arg(long = "keep-newest", value_name = "K")]
+        keep_newest: Option<usize>,
+        /// Print what would be deleted; delete nothing.
+        #[arg(long = "dry-run")]
+        dry_run: bool,
+        /// Do not ask (required when stdin is not a terminal).
+        #[arg(short, long)]
+        yes: bool,
+    },
+    /// Copy the intact prefix of a session that no longer loads (everything
+    /// before its first bad record), closed like a crash repair, into a new
+    /// session. The source is not changed.
+    Salvage {
+        /// The damaged session.
+        id: String,
+        /// The id of the new session.
+        new_id: String,
+    },
+    /// Import a JSONL file of events (one per line as stored, optionally
+    /// after a session header line; zstd-compressed works too) into a new
+    /// session, checked like an append: all or nothing.
+    Import {
+        /// The file (`-`: stdin).
+        #[arg(value_hint = ValueHint::FilePath)]
+        file: PathBuf,
+        /// The new session's id (default: a new UUID).
+        #[arg(long)]
+        id: Option<String>,
+    },
     /// Run the benchmark of SPEC §10 (use a release build).
     Bench(BenchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).

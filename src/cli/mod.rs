@@ -4,13 +4,14 @@
 //! (JSON/human printing, tables, errors, exit codes), [`progress`] (progress
 //! on a terminal), [`stores`] (store detection, opening the selected store),
 //! [`read`] (list, snapshots, load, inspect, read-from, raw), [`transcript`]
-//! (`cat`), [`verify`], [`convert`], [`bench`] and [`docs`] (help, shell
-//! completions, man pages).
+//! (`cat`), [`verify`], [`convert`], [`manage`] (delete, prune, salvage,
+//! import), [`bench`] and [`docs`] (help, shell completions, man pages).
 
 mod args;
 mod bench;
 mod convert;
 mod docs;
+mod manage;
 mod output;
 mod progress;
 mod read;
@@ -132,6 +133,24 @@ fn run(cli: Cli) -> Result<Outcome, Error> {
             transcript::cat(s, &id, json)
         }),
         Command::Verify => verify::verify(&store, json),
+        // Session management (issue 19).
+        Command::Delete { ids, yes } => with_store(&store, "delete", "deleting".into(), |s| {
+            manage::delete(s, &ids, yes, json)
+        }),
+        Command::Prune {
+            older_than_days,
+            keep_newest,
+            dry_run,
+            yes,
+        } => with_store(&store, "prune", "selecting sessions".into(), |s| {
+            manage::prune(s, older_than_days, keep_newest, dry_run, yes, json)
+        }),
+        Command::Salvage { id, new_id } => with_store(&store, "salvage", reading(&id), |s| {
+            manage::salvage(s, &id, &new_id, json)
+        }),
+        Command::Import { file, id } => with_store(&store, "import", "importing".into(), |s| {
+            manage::import(s, &file, id.as_deref(), json)
+        }),
         Command::Convert { target } => convert::convert(&store, &target, json),
         Command::Bench(args) => bench::bench(&args, json),
         Command::Completions { shell } => docs::completions(shell),

@@ -83,6 +83,17 @@ pub fn jstr_opt(s: Option<&str>) -> String {
     s.map_or_else(|| "null".to_string(), json::quote)
 }
 
+/// `word` as one shell word: as it is when it holds only safe characters,
+/// else single-quoted.
+pub fn shell_word(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_.:/@%+=,".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// Milliseconds since the epoch as ISO 8601 UTC (`2026-07-26T12:03:15.003Z`).
 pub fn iso_time(ms: i64) -> String {
     let secs = ms.div_euclid(1000);

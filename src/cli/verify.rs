@@ -54,6 +54,9 @@ pub struct Problem {
     /// The artifact, directory or database it concerns.
     pub path: Option<PathBuf>,
     pub message: String,
+    /// A command that may help (`salvage` for a session that no longer
+    /// loads; issue 19).
+    pub suggest: Option<String>,
 }
 
 /// Kind name of a torn tail problem.
@@ -66,6 +69,7 @@ impl Problem {
             kind: e.kind().as_str(),
             path: path.map(Path::to_path_buf),
             message: e.to_string(),
+            suggest: None,
         }
     }
 
@@ -75,6 +79,7 @@ impl Problem {
             kind: f.kind.as_str(),
             path: Some(f.path.clone()),
             message: f.message.clone(),
+            suggest: None,
         }
     }
 }
@@ -145,7 +150,17 @@ fn live_writer(store: &Store, id: Option<&str>, path: &Path) -> bool {
 /// sound (or its torn tail belongs to a live writer).
 fn check_session(store: &Store, id: &str, path: &Path) -> Result<(), Problem> {
     let failed = |e: Error| Problem::from_error(Some(id), Some(path), &e);
-    store.inspect(id).map_err(failed)?;
+    store.inspect(id).map_err(|e| {
+        let mut p = failed(e);
+        // Unreadable: its intact prefix can be copied into a new session.
+        if matches!(p.kind, "corruption" | "invalid_argument") {
+            p.suggest = Some(format!(
+                "dsh-persist salvage {} NEW_ID",
+                super::output::shell_word(id)
+            ));
+        }
+        p
+    })?;
     store.read_from(id, 0).map_err(failed)?;
     let log = store.backend().read(id).map_err(failed)?;
     let Some((torn, revision)) = log.and_then(|l| l.torn.map(|t| (t, l.revision))) else {
@@ -190,6 +205,7 @@ fn check_session(store: &Store, id: &str, path: &Path) -> Result<(), Problem> {
         kind: TORN_TAIL,
         path: Some(path.to_path_buf()),
         message,
+        suggest: None,
     })
 }
 
@@ -298,11 +314,14 @@ pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
             .iter()
             .map(|p| {
                 format!(
-                    "{{\"id\":{},\"kind\":{},\"path\":{},\"message\":{}}}",
+                    "{{\"id\":{},\"kind\":{},\"path\":{},\"message\":{}{}}}",
                     jstr_opt(p.id.as_deref()),
                     jstr(p.kind),
                     jstr_opt(p.path.as_ref().map(|p| p.display().to_string()).as_deref()),
-                    jstr(&p.message)
+                    jstr(&p.message),
+                    p.suggest
+                        .as_deref()
+                        .map_or_else(String::new, |s| format!(",\"suggest\":{}", jstr(s)))
                 )
             })
             .collect();
@@ -334,6 +353,11 @@ pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
                 .filter(|shown| !p.message.contains(shown.as_str()) && *shown != store_name)
                 .map_or_else(String::new, |shown| format!(" {shown}"));
             out.push_str(&format!("  {who} [{}]{path}: {}\n", p.kind, p.message));
+            if let Some(cmd) = &p.suggest {
+                out.push_str(&format!(
+                    "    to copy what is intact into a new session: {cmd}\n"
+                ));
+            }
         }
         print_out(&out);
     }

@@ -12,6 +12,7 @@
 mod args;
 mod boundary;
 mod handles;
+pub mod manage;
 pub mod plan;
 pub mod session;
 pub mod status;

@@ -931,6 +931,61 @@ impl Store {
     }
 }
 
+// Session management (issue 19; the operations live in `src/store/manage/`).
+
+/// What this store has registered for an id, besides what is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Registered {
+    Live,
+    Created,
+    Reserved,
+    Nothing,
+}
+
+impl Store {
+    /// Runs `f` with the per-id lock of `id` held (operations on one id
+    /// are serialized).
+    pub(crate) fn with_id_lock<T>(&self, id: &str, f: impl FnOnce() -> T) -> T {
+        let _g = self.shared.ids.lock(id);
+        f()
+    }
+
+    /// What this store has registered for `id`.
+    pub(crate) fn registered(&self, id: &str) -> Registered {
+        let reg = self.shared.registry.lock();
+        if reg.live.get(id).is_some_and(|w| w.strong_count() > 0) {
+            Registered::Live
+        } else if reg.reserved.contains(id) {
+            Registered::Reserved
+        } else if reg.created.contains_key(id) {
+            Registered::Created
+        } else {
+            Registered::Nothing
+        }
+    }
+
+    /// Drops the registration of a `create`d, never written id.
+    pub(crate) fn forget_created(&self, id: &str) -> bool {
+        self.shared.registry.lock().created.remove(id).is_some()
+    }
+
+    /// Forgets what the store keeps about the stored state of `id` (the
+    /// append tail, the retained inspection).
+    pub(crate) fn invalidate(&self, id: &str) {
+        self.shared.cache.lock().remove(id);
+        self.shared.tails.lock().remove(id);
+    }
+
+    /// The vocabulary and strictness the rules run with.
+    pub(crate) fn rules_config(&self) -> (&Vocabulary, bool) {
+        (&self.shared.vocab, self.shared.config.strict)
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        self.shared.check_open()
+    }
+}
+
 /// Whether a suffix holds a pre-identity `tool/result` surface replace,
 /// whose conversion (SPEC §1.9 rule 4) needs the shadowed message.
 fn needs_history_for_legacy(events: &[Event]) -> bool {

@@ -6,6 +6,7 @@ pub mod config;
 pub mod coordinator;
 pub mod id_locks;
 pub mod live;
+pub mod manage;
 pub mod view;
 pub mod write_behind;
 
@@ -17,6 +18,7 @@ pub use config::{
 };
 pub use coordinator::{Clock, PreparedSession, Store};
 pub use live::{AppendOptions, LiveSession};
+pub use manage::{ImportReport, PruneOptions, PruneReport, SalvageReport};
 pub use view::SessionView;
 
 use crate::backend::Backend;

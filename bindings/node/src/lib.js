@@ -111,6 +111,11 @@ const PROTOTYPES = [
   'dsh_status dsh_store_read_raw(dsh_store *store, const char *id, _Out_ dsh_owned_str *out_json)',
   'dsh_status dsh_store_list(dsh_store *store, _Out_ dsh_owned_str *out_json)',
   'dsh_status dsh_store_list_snapshots(dsh_store *store, _Out_ dsh_owned_str *out_json)',
+  // session management (issue 19)
+  'dsh_status dsh_store_delete(dsh_store *store, const char *id)',
+  'dsh_status dsh_store_prune(dsh_store *store, const char *options_json, _Out_ dsh_owned_str *out_json)',
+  'dsh_status dsh_store_salvage(dsh_store *store, const char *id, const char *new_id, _Out_ dsh_owned_str *out_json)',
+  'dsh_status dsh_store_import(dsh_store *store, const char *new_id, const char *jsonl, _Out_ dsh_owned_str *out_json)',
   // live sessions
   'dsh_status dsh_session_start(dsh_store *store, const char *header_json, _Out_ dsh_session **out)',
   'dsh_status dsh_session_resume(dsh_store *store, const char *id, _Out_ dsh_session **out)',

@@ -116,6 +116,44 @@ class Store extends Handle {
     return JSON.parse(this.listSnapshotsRaw());
   }
 
+  // -- session management (issue 19) --------------------------------------
+
+  /** Deletes a stored session; the id is free afterwards (BusyError when live or held). */
+  delete(id) {
+    call(fns.dsh_store_delete, this._ptr(), args.text(id, 'id'));
+  }
+
+  pruneRaw(options) {
+    const raw = args.jsonArg(options, 'options', { array: false });
+    return callRequiredText(fns.dsh_store_prune, this._ptr(), raw);
+  }
+
+  /**
+   * Deletes sessions not updated for `olderThanDays` days and/or all but the
+   * `keepNewest` newest (both: a session must match both); `dryRun` reports only.
+   */
+  prune(options) {
+    return JSON.parse(this.pruneRaw(options));
+  }
+
+  salvageRaw(id, newId) {
+    return callRequiredText(fns.dsh_store_salvage, this._ptr(), args.text(id, 'id'), args.text(newId, 'newId'));
+  }
+
+  /** Copies the intact prefix of a session that may no longer load, closed, into `newId`. */
+  salvage(id, newId) {
+    return JSON.parse(this.salvageRaw(id, newId));
+  }
+
+  importJsonlRaw(newId, jsonl) {
+    return callRequiredText(fns.dsh_store_import, this._ptr(), args.text(newId, 'newId'), args.text(jsonl, 'jsonl'));
+  }
+
+  /** Imports a JSONL text of events (optionally after a header line) into `newId`: all or nothing. */
+  importJsonl(newId, jsonl) {
+    return JSON.parse(this.importJsonlRaw(newId, jsonl));
+  }
+
   /** Starts a new live session. */
   start(header) {
     const raw = args.jsonArg(header, 'header', { array: false });

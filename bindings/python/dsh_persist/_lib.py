@@ -78,6 +78,11 @@ DECLARATIONS: List[Tuple[str, Any, Sequence[Any]]] = [
     ("dsh_store_read_raw", STATUS, [store_p, c_char_p, out_str]),
     ("dsh_store_list", STATUS, [store_p, out_str]),
     ("dsh_store_list_snapshots", STATUS, [store_p, out_str]),
+    # session management (issue 19)
+    ("dsh_store_delete", STATUS, [store_p, c_char_p]),
+    ("dsh_store_prune", STATUS, [store_p, c_char_p, out_str]),
+    ("dsh_store_salvage", STATUS, [store_p, c_char_p, c_char_p, out_str]),
+    ("dsh_store_import", STATUS, [store_p, c_char_p, c_char_p, out_str]),
     # live sessions
     ("dsh_session_start", STATUS, [store_p, c_char_p, POINTER(session_p)]),
     ("dsh_session_resume", STATUS, [store_p, c_char_p, POINTER(session_p)]),

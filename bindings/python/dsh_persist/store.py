@@ -161,6 +161,69 @@ class Store(Handle):
         """Headers with revision tokens, without reading logs."""
         return loads(self.list_snapshots_raw())
 
+    # -- session management (issue 19) ---------------------------------------
+
+    def delete(self, session_id: str) -> None:
+        """Deletes a stored session; the id is free afterwards. A live or
+        otherwise held session is a :class:`BusyError`, an absent one a
+        :class:`NotFoundError`."""
+        sid = encode_text(session_id, "session_id")
+        with self._use() as ptr:
+            lib.dsh_store_delete(ptr, sid)
+
+    def prune_raw(
+        self,
+        older_than_days: Optional[float] = None,
+        keep_newest: Optional[int] = None,
+        dry_run: bool = False,
+    ) -> str:
+        """:meth:`prune` as the library's JSON text."""
+        options: Dict[str, Any] = {"dryRun": bool(dry_run)}
+        if older_than_days is not None:
+            options["olderThanDays"] = older_than_days
+        if keep_newest is not None:
+            options["keepNewest"] = check_uint(keep_newest, "keep_newest")
+        return self._text(lib.dsh_store_prune, encode_json(options, "options", (dict,)))
+
+    def prune(
+        self,
+        older_than_days: Optional[float] = None,
+        keep_newest: Optional[int] = None,
+        dry_run: bool = False,
+    ) -> Dict[str, Any]:
+        """Deletes the sessions not updated for ``older_than_days`` days and/or
+        all but the ``keep_newest`` most recently updated (both given: a session
+        must match both). Updated is the log file's mtime on JSONL and the last
+        event's time on SQLite and PostgreSQL. Busy sessions are skipped.
+        Returns ``{"dryRun", "updatedFrom", "deleted": [{"id", "updatedAt"}],
+        "busy": [{"id", "message"}], "failed": [...], "kept"}``."""
+        return loads(self.prune_raw(older_than_days, keep_newest, dry_run))
+
+    def salvage_raw(self, session_id: str, new_id: str) -> str:
+        """:meth:`salvage` as the library's JSON text."""
+        sid = encode_text(session_id, "session_id")
+        nid = encode_text(new_id, "new_id")
+        return self._text(lib.dsh_store_salvage, sid, nid)
+
+    def salvage(self, session_id: str, new_id: str) -> Dict[str, Any]:
+        """Copies the intact prefix of a session that may no longer load
+        (everything before its first bad record), closed like a crash repair,
+        into the new session ``new_id``; the source is not changed. Returns
+        ``{"sourceId", "newId", "readEvents", "keptEvents", "closers", "stopped"}``."""
+        return loads(self.salvage_raw(session_id, new_id))
+
+    def import_jsonl_raw(self, new_id: str, jsonl: str) -> str:
+        """:meth:`import_jsonl` as the library's JSON text."""
+        nid = encode_text(new_id, "new_id")
+        text = encode_text(jsonl, "jsonl")
+        return self._text(lib.dsh_store_import, nid, text)
+
+    def import_jsonl(self, new_id: str, jsonl: str) -> Dict[str, Any]:
+        """Imports a JSONL text of events (one per line as stored, optionally
+        after a session header line) into the new session ``new_id``, checked
+        like one append: all or nothing. Returns ``{"id", "events", "hadHeader"}``."""
+        return loads(self.import_jsonl_raw(new_id, jsonl))
+
     # -- live sessions -------------------------------------------------------
 
     def start(self, header: Header) -> "Session":

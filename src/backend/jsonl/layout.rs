@@ -224,7 +224,11 @@ pub(crate) fn session_file(dir: &Path, compression: Compression) -> Result<Optio
 pub(crate) fn project_dirs(root: &Path) -> Result<Vec<String>> {
     Ok(read_dir_entries(root)?
         .into_iter()
-        .filter(|(name, is_dir, _)| *is_dir && name != crate::backend::writer_lock::LOCK_DIR_NAME)
+        .filter(|(name, is_dir, _)| {
+            *is_dir
+                && name != crate::backend::writer_lock::LOCK_DIR_NAME
+                && name != super::delete::TRASH_DIR_NAME
+        })
         .map(|(n, _, _)| n)
         .collect())
 }

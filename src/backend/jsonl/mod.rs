@@ -16,11 +16,13 @@
 //! (`<escaped id>@lock`) it ignores.
 
 pub mod codec_zstd;
+pub mod delete;
 pub mod frames;
 pub mod layout;
 pub mod nofollow;
 pub mod reader;
 pub mod revision;
+pub mod salvage;
 pub mod scan;
 pub mod writer;
 
@@ -806,6 +808,38 @@ impl Backend for JsonlBackend {
             identity = file.touch(before.mtime_ns)?;
         }
         Ok(self.note_write(&path, &identity, next + closers.len() as u64, exact))
+    }
+
+    fn delete(&self, id: &str, _writer: &WriterLock) -> Result<bool> {
+        let Some(path) = self.find_file(id)? else {
+            return Ok(false);
+        };
+        let sdir = path.parent().expect("log in a session dir");
+        delete::remove_session_dir(&self.root, sdir)?;
+        self.files.lock().remove(&path);
+        Ok(true)
+    }
+
+    /// The log file's mtime (one `stat`, no read).
+    fn updated_at(&self, id: &str) -> Result<Option<(i64, crate::backend::manage::UpdatedSource)>> {
+        let Some(path) = self.find_file(id)? else {
+            return Ok(None);
+        };
+        let meta = nofollow::metadata(&path, nofollow::LOG_DEPTH)
+            .map_err(|e| nofollow::io_err("cannot stat", &path, nofollow::LOG_DEPTH, e))?;
+        let ms = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as i64);
+        Ok(Some((ms, crate::backend::manage::UpdatedSource::FileMtime)))
+    }
+
+    fn read_intact_prefix(&self, id: &str) -> Result<Option<crate::backend::manage::IntactPrefix>> {
+        let Some(path) = self.find_file(id)? else {
+            return Ok(None);
+        };
+        salvage::read_intact_prefix(&path, self.compression, &self.limits).map(Some)
     }
 
     fn read_raw(&self, id: &str) -> Result<Option<RawArtifact>> {

@@ -351,6 +351,8 @@ impl JsonlBackend {
                 EntryKind::Dir if entry.name.to_str().is_some_and(is_store_dir) => {
                     scan_lock_dir(&entry.path, &mut scan)
                 }
+                // Deleted sessions on their way out (issue 19): no logs.
+                EntryKind::Dir if entry.name == super::delete::TRASH_DIR_NAME => {}
                 EntryKind::Dir => self.scan_project(&entry.path, &mut scan, &mut headers),
                 EntryKind::File if entry.name.to_str().is_some_and(is_store_file) => {}
                 _ => scan.findings.push(foreign(&entry, "at its top level")),
@@ -545,7 +547,9 @@ pub fn detect_encodings(root: &Path) -> Result<Encodings> {
     };
     for project in entries(root)? {
         let project_name = project.name.to_str().unwrap_or("");
-        if project.kind == EntryKind::Dir && is_store_dir(project_name) {
+        if project.kind == EntryKind::Dir
+            && (is_store_dir(project_name) || project_name == super::delete::TRASH_DIR_NAME)
+        {
             // The writer locks: the store's own, holding no log.
             continue;
         }

@@ -24,6 +24,7 @@
 
 pub mod config;
 pub mod lock;
+pub mod manage;
 pub mod pool;
 pub mod reader;
 pub mod scan;
@@ -479,6 +480,49 @@ impl Backend for PostgresBackend {
             },
         )?;
         Ok(self.token(&inc, rev))
+    }
+
+    fn delete(&self, id: &str, _writer: &WriterLock) -> Result<bool> {
+        self.run(
+            &|| format!("cannot delete session {}", quote(id)),
+            // A retry after a lost reply finds nothing left: the first
+            // attempt deleted it (the caller checked it was stored, and
+            // holds the writer lock).
+            |c, retry| manage::delete_session(c, id).map(|n| n || retry),
+        )
+    }
+
+    /// The last event row's `time` (one primary-key seek).
+    fn updated_at(&self, id: &str) -> Result<Option<(i64, crate::backend::manage::UpdatedSource)>> {
+        let found = self.run(&|| format!("cannot read session {}", quote(id)), |c, _| {
+            let stmt = c.prep(reader::SESSION_SQL)?;
+            let Some(row) = reader::session(&mut c.client, &stmt, id)? else {
+                return Ok(None);
+            };
+            let t = manage::last_event_time(c, id)?;
+            Ok(Some(t.unwrap_or(row.header.created_at as i64)))
+        })?;
+        Ok(found.map(|t| (t, crate::backend::manage::UpdatedSource::LastEventTime)))
+    }
+
+    fn read_intact_prefix(&self, id: &str) -> Result<Option<crate::backend::manage::IntactPrefix>> {
+        let fetched = self.run(
+            &|| format!("cannot read the events of session {}", quote(id)),
+            |c, _| {
+                let mut rows = Vec::new();
+                let session = reader::read_log(c, id, &mut |r| rows.push(r))?;
+                Ok(session.map(|s| (s, rows)))
+            },
+        )?;
+        let Some((session, rows)) = fetched else {
+            return Ok(None);
+        };
+        let (events, stopped) = crate::backend::rows::intact_prefix::intact_prefix(&rows);
+        Ok(Some(crate::backend::manage::IntactPrefix {
+            header: session.header,
+            events,
+            stopped,
+        }))
     }
 
     fn read_raw(&self, _id: &str) -> Result<Option<RawArtifact>> {

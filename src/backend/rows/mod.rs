@@ -21,6 +21,7 @@
 //! seeking suffix read), [`checks`] (the append and repair preconditions).
 
 pub mod checks;
+pub mod intact_prefix;
 pub mod scan;
 pub mod varint;
 

@@ -17,6 +17,7 @@
 
 pub mod access;
 pub mod connection;
+pub mod manage;
 pub mod reader;
 pub mod rows;
 pub mod scan;
@@ -383,6 +384,46 @@ impl Backend for SqliteBackend {
 
     fn writer_holder(&self, id: &str) -> Result<Option<WriterHolder>> {
         self.locks.holder(id)
+    }
+
+    fn delete(&self, id: &str, _writer: &WriterLock) -> Result<bool> {
+        if self.revision(id)?.is_none() {
+            // Nothing to delete: no write (which would create the file).
+            return Ok(false);
+        }
+        self.log_bytes.lock().remove(id);
+        self.db
+            .write(|c, _| manage::delete_session(c, &self.label, id))
+    }
+
+    /// The last event row's `time` (one primary-key seek).
+    fn updated_at(&self, id: &str) -> Result<Option<(i64, crate::backend::manage::UpdatedSource)>> {
+        let found = self.db.read(|c, _| {
+            let Some(row) = reader::session_row(c, &self.label, id)? else {
+                return Ok(None);
+            };
+            let t = manage::last_event_time(c, &self.label, id)?;
+            Ok(Some(t.unwrap_or(row.header.created_at as i64)))
+        })?;
+        Ok(found
+            .flatten()
+            .map(|t| (t, crate::backend::manage::UpdatedSource::LastEventTime)))
+    }
+
+    fn read_intact_prefix(&self, id: &str) -> Result<Option<crate::backend::manage::IntactPrefix>> {
+        let Some(fetched) = self
+            .db
+            .read(|c, _| reader::fetch_all(c, &self.label, id, &self.limits))?
+            .flatten()
+        else {
+            return Ok(None);
+        };
+        let (events, stopped) = crate::backend::rows::intact_prefix::intact_prefix(&fetched.rows);
+        Ok(Some(crate::backend::manage::IntactPrefix {
+            header: fetched.session.header,
+            events,
+            stopped,
+        }))
     }
 
     fn read_raw(&self, _id: &str) -> Result<Option<RawArtifact>> {

@@ -339,6 +339,17 @@ pub fn fetch_log(conn: &mut Connection, label: &str, id: &str) -> Result<Option<
     fetch(conn, label, id, None, &Limits::default())
 }
 
+/// Fetches the session row and all its event rows, ordered by seq, under
+/// `limits` (issue 19, `salvage`). `None` when the session is not stored.
+pub fn fetch_all(
+    conn: &mut Connection,
+    label: &str,
+    id: &str,
+    limits: &Limits,
+) -> Result<Option<FetchedRows>> {
+    fetch(conn, label, id, None, limits)
+}
+
 /// Fetches the rows a `read_from(id, k)` needs (SPEC §4.3): seeks to
 /// `seq >= k`, plus the packed rows starting up to `max_members − 1` before
 /// `k` that may cover `k`.
