@@ -131,7 +131,7 @@ fn postgres_url() -> Option<String> {
 
 /// One store kind the bench measures.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     JsonlZstd,
     JsonlNone,
     Sqlite,
@@ -169,7 +169,7 @@ impl Kind {
     }
 
     /// The store directory (JSONL root, or the SQLite file's directory).
-    fn config(self, dir: &Path) -> StoreConfig {
+    pub(super) fn config(self, dir: &Path) -> StoreConfig {
         let backend = match self {
             Kind::JsonlZstd | Kind::Live => BackendConfig::Jsonl(JsonlConfig {
                 root: dir.to_path_buf(),
@@ -283,11 +283,11 @@ fn concurrent_writers(kind: Kind, w: &Workload, dir: &Path) -> Result<(f64, f64)
     Ok(((WRITERS * share.len()) as f64 / (wall / 1000.0), wall))
 }
 
-fn ms(t: Instant) -> f64 {
+pub(super) fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
-fn round(v: f64, digits: i32) -> f64 {
+pub(super) fn round(v: f64, digits: i32) -> f64 {
     let p = 10f64.powi(digits);
     (v * p).round() / p
 }
@@ -301,7 +301,7 @@ fn runs_json(runs: &[f64]) -> String {
     format!("[{}]", items.join(","))
 }
 
-fn num(v: f64) -> String {
+pub(super) fn num(v: f64) -> String {
     let mut s = String::new();
     json::write_f64(&mut s, v);
     s
@@ -320,7 +320,7 @@ fn dir_bytes(p: &Path) -> u64 {
     }
 }
 
-fn make_dir(p: &Path) -> Result<(), Error> {
+pub(super) fn make_dir(p: &Path) -> Result<(), Error> {
     use std::os::unix::fs::DirBuilderExt;
     fs::DirBuilder::new()
         .recursive(true)
@@ -329,7 +329,7 @@ fn make_dir(p: &Path) -> Result<(), Error> {
         .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))
 }
 
-fn bench_header(id: &str) -> SessionHeader {
+pub(super) fn bench_header(id: &str) -> SessionHeader {
     let mut h = SessionHeader::new(id, now_ms().max(0) as u64);
     h.cwd = Some("/home/user/project".into());
     h
@@ -587,11 +587,30 @@ fn live_options(e: &Event) -> Result<AppendOptions, Error> {
 /// Runs `dsh-persist rss-probe` on the stored session in a fresh process: the
 /// peak RSS (MiB) of a process that only opens the store and loads it.
 fn rss_probe(kind: Kind, dir: &Path) -> Result<Option<f64>, Error> {
+    let out = rss_probe_id(kind, dir, BENCH_ID, None)?;
+    Ok(out
+        .as_deref()
+        .and_then(|t| json::get_field(t, "peak_rss_kib"))
+        .and_then(json::as_f64)
+        .map(|k| k / 1024.0))
+}
+
+/// Runs `dsh-persist rss-probe` on session `id` in a fresh process (with
+/// `append`: it appends that file's JSON array of events instead of
+/// loading) and returns its JSON report; `None` when the bench cannot run
+/// itself.
+pub(super) fn rss_probe_id(
+    kind: Kind,
+    dir: &Path,
+    id: &str,
+    append: Option<&Path>,
+) -> Result<Option<String>, Error> {
     let Ok(exe) = std::env::current_exe() else {
         return Ok(None);
     };
     let a = kind.store_args(dir);
-    let flags: Vec<std::ffi::OsString> = match (&a.jsonl, &a.jsonl_raw, &a.sqlite, &a.postgres) {
+    let mut flags: Vec<std::ffi::OsString> = match (&a.jsonl, &a.jsonl_raw, &a.sqlite, &a.postgres)
+    {
         (Some(p), _, _, _) => vec!["--jsonl".into(), p.into()],
         (_, Some(p), _, _) => vec!["--jsonl-raw".into(), p.into()],
         (_, _, Some(p), _) => vec!["--sqlite".into(), p.into()],
@@ -603,10 +622,14 @@ fn rss_probe(kind: Kind, dir: &Path) -> Result<Option<f64>, Error> {
         ],
         _ => return Ok(None),
     };
+    if let Some(f) = append {
+        flags.push("--append".into());
+        flags.push(f.into());
+    }
     let out = std::process::Command::new(exe)
         .arg("rss-probe")
         .args(flags)
-        .arg(BENCH_ID)
+        .arg(id)
         .output()
         .map_err(|e| Error::io("cannot run the RSS probe", e))?;
     if !out.status.success() {
@@ -615,14 +638,37 @@ fn rss_probe(kind: Kind, dir: &Path) -> Result<Option<f64>, Error> {
             String::from_utf8_lossy(&out.stderr)
         )));
     }
-    let text = String::from_utf8_lossy(&out.stdout);
-    Ok(json::get_field(text.trim(), "peak_rss_kib")
-        .and_then(json::as_f64)
-        .map(|k| k / 1024.0))
+    Ok(Some(
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+    ))
 }
 
-/// The internal `rss-probe` command: open, load, report `VmHWM`.
-pub fn rss_probe_main(store: &Store, id: &str) -> Result<Outcome, Error> {
+/// Resident set (`VmRSS`) of this process now, in KiB.
+fn rss_kib() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The internal `rss-probe` command: open, load, report `VmHWM`; with
+/// `append`, open and append that file's events through `append_json` (the
+/// C ABI's text path), report the call's time and the RSS it added.
+pub fn rss_probe_main(store: &Store, id: &str, append: Option<&Path>) -> Result<Outcome, Error> {
+    if let Some(file) = append {
+        let text = fs::read_to_string(file)
+            .map_err(|e| Error::io(format!("cannot read {}", file.display()), e))?;
+        let before = rss_kib().unwrap_or(0);
+        let t = Instant::now();
+        store.append_json(id, &text)?;
+        let append_ms = ms(t);
+        let peak = peak_rss_kib().unwrap_or(0);
+        print_out(&format!(
+            "{{\"append_ms\":{},\"append_extra_rss_kib\":{},\"peak_rss_kib\":{peak}}}",
+            num(round(append_ms, 3)),
+            peak.saturating_sub(before)
+        ));
+        return Ok(Outcome::ok());
+    }
     let view = store.load(id)?;
     let events = view.events.len();
     let peak = peak_rss_kib().unwrap_or(0);
@@ -879,6 +925,16 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
     make_dir(&scratch.path)?;
     if args.keep {
         eprintln!("bench: stores kept in {}", scratch.path.display());
+    }
+    if args.scale {
+        let sizes = match args.scale_events {
+            Some(n) => vec![n],
+            None => vec![1_000_000, 5_000_000],
+        };
+        let small = args.small_sessions.unwrap_or(100_000);
+        let out = super::bench_scale::scale(&w.events, &sizes, small, &scratch.path, json_out);
+        drop(scratch);
+        return out;
     }
     let mut kinds = Kind::ALL.to_vec();
     let mut _pg_scratch = None;
