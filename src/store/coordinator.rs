@@ -516,14 +516,23 @@ impl Store {
                 return Ok((t, None));
             }
         }
-        let insp = self.inspection(id)?;
+        // A retained inspection is taken out and used, a new one is not
+        // retained (the append changes the revision, so neither would be
+        // current again): the log is read and judged once, its fold kept,
+        // its events freed.
+        let current_insp = self.shared.cache.lock().take(id, &current);
+        let insp = match current_insp {
+            Some(hit) => hit,
+            None => Arc::new(self.read_inspection(id)?),
+        };
         let tail = Tail {
             revision: insp.stored.revision.clone(),
             next_seq: insp.stored.events.len() as u64,
             header: insp.stored.header.clone(),
             rules: LogState::fold(&insp.stored.events),
         };
-        Ok((tail, insp.stored.torn.is_some().then_some(insp)))
+        let adopt = insp.stored.torn.is_some().then_some(insp);
+        Ok((tail, adopt))
     }
 
     /// How many of `events` (starting below `next`, the stored next seq)
