@@ -134,6 +134,8 @@ fn postgres_url() -> Option<String> {
 pub(super) enum Kind {
     JsonlZstd,
     JsonlNone,
+    JsonlZstdUnpacked,
+    JsonlNoneUnpacked,
     Sqlite,
     Live,
     Postgres,
@@ -151,12 +153,21 @@ fn bench_schema(dir: &Path) -> String {
 }
 
 impl Kind {
-    const ALL: [Kind; 4] = [Kind::JsonlZstd, Kind::JsonlNone, Kind::Sqlite, Kind::Live];
+    const ALL: [Kind; 6] = [
+        Kind::JsonlZstd,
+        Kind::JsonlNone,
+        Kind::JsonlZstdUnpacked,
+        Kind::JsonlNoneUnpacked,
+        Kind::Sqlite,
+        Kind::Live,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Kind::JsonlZstd => "jsonl-zstd-packed",
             Kind::JsonlNone => "jsonl-none-packed",
+            Kind::JsonlZstdUnpacked => "jsonl-zstd-unpacked",
+            Kind::JsonlNoneUnpacked => "jsonl-none-unpacked",
             Kind::Sqlite => "sqlite",
             Kind::Live => "live-jsonl-zstd-packed",
             Kind::Postgres => "postgres",
@@ -183,6 +194,18 @@ impl Kind {
                 pack_chunks: true,
                 limits: Default::default(),
             }),
+            Kind::JsonlZstdUnpacked | Kind::JsonlNoneUnpacked => {
+                BackendConfig::Jsonl(JsonlConfig {
+                    root: dir.to_path_buf(),
+                    compression: if self == Kind::JsonlZstdUnpacked {
+                        Compression::Zstd
+                    } else {
+                        Compression::None
+                    },
+                    pack_chunks: false,
+                    limits: Default::default(),
+                })
+            }
             Kind::Sqlite => BackendConfig::Sqlite(SqliteConfig::new(
                 dir.join("sessions.db").to_string_lossy().into_owned(),
             )),
@@ -194,8 +217,10 @@ impl Kind {
     fn store_args(self, dir: &Path) -> StoreArgs {
         let mut a = StoreArgs::default();
         match self {
-            Kind::JsonlZstd | Kind::Live => a.jsonl = Some(dir.to_path_buf()),
-            Kind::JsonlNone => a.jsonl_raw = Some(dir.to_path_buf()),
+            Kind::JsonlZstd | Kind::JsonlZstdUnpacked | Kind::Live => {
+                a.jsonl = Some(dir.to_path_buf())
+            }
+            Kind::JsonlNone | Kind::JsonlNoneUnpacked => a.jsonl_raw = Some(dir.to_path_buf()),
             Kind::Sqlite => a.sqlite = Some(dir.join("sessions.db")),
             Kind::Postgres => {
                 a.postgres = postgres_url();
@@ -360,6 +385,7 @@ fn measure(
     let n = w.events.len();
     let mut figures = Vec::new();
     let calls = n.div_ceil(BATCH);
+    let mut append_text_json = String::new();
 
     // append
     progress.phase(
@@ -403,6 +429,52 @@ fn measure(
         num(round(append_ms / calls as f64, 3)),
         num(round(w.logical_bytes as f64 / disk.max(1) as f64, 2)),
     );
+
+    // append through the C ABI's text path (`append_json`: parse, lossless
+    // check, canonical data), the batches' text made before the timer
+    if matches!(kind, Kind::JsonlZstd | Kind::Sqlite) {
+        progress.phase(
+            || format!("bench: {} append_json", kind.name()),
+            || format!("{calls} durable calls of {BATCH} events as JSON text"),
+            calls as u64,
+        );
+        let tdir = out_dir.join(format!("{}-text", kind.name()));
+        make_dir(&tdir)?;
+        let texts: Vec<String> = w
+            .events
+            .chunks(BATCH)
+            .map(|c| {
+                let mut t = String::new();
+                dsh_persist::model::event::write_events_array(&mut t, c);
+                t
+            })
+            .collect();
+        let store = Store::open(kind.config(&tdir))?;
+        store.create(bench_header(BENCH_ID))?;
+        let t = Instant::now();
+        for text in &texts {
+            store.append_json(BENCH_ID, text)?;
+            progress.inc(1);
+        }
+        let text_ms = ms(t);
+        store.close()?;
+        check_count(
+            Store::open(kind.config(&tdir))?
+                .read_from(BENCH_ID, 0)?
+                .events
+                .len(),
+            n,
+            "append_json",
+        )?;
+        let eps = n as f64 / (text_ms / 1000.0);
+        figures.push(("append_json.events_per_sec", eps));
+        append_text_json = format!(
+            ",\"append_json\":{{\"wall_ms\":{},\"events_per_sec\":{},\"per_append_call_ms\":{}}}",
+            num(round(text_ms, 1)),
+            num(eps.round()),
+            num(round(text_ms / calls as f64, 3)),
+        );
+    }
 
     // cold load / inspect
     let mut load_runs = Vec::new();
@@ -480,7 +552,7 @@ fn measure(
     );
 
     let mut json = format!(
-        "{{\"append\":{append_json},\"cold_load\":{load_json},\"cold_inspect\":{inspect_json},\"read_from_last_100\":{rf_json}"
+        "{{\"append\":{append_json}{append_text_json},\"cold_load\":{load_json},\"cold_inspect\":{inspect_json},\"read_from_last_100\":{rf_json}"
     );
 
     // 8 concurrent writers, on the row stores
@@ -535,17 +607,33 @@ fn measure(
             listed = headers.len();
             progress.inc(1);
         }
+        // The open inside the timer (the original opens lazily, in its
+        // first call).
+        let mut open_list_runs = Vec::new();
+        for _ in 0..RUNS {
+            let t = Instant::now();
+            let store = Store::open(kind.config(&sdir))?;
+            let headers = store.list()?;
+            open_list_runs.push(ms(t));
+            check_count(headers.len(), small, "open + list")?;
+            drop(headers);
+            drop(store);
+        }
         check_count(listed, small, "list")?;
+        let open_list_best = best(&open_list_runs);
+        figures.push(("small_sessions.open_and_list_best_ms", open_list_best));
         let per = wall / small as f64;
         let list_best = best(&list_runs);
         figures.push(("small_sessions.per_session_ms", per));
         figures.push(("small_sessions.cold_list_best_ms", list_best));
         json.push_str(&format!(
-            ",\"small_sessions\":{{\"count\":{small},\"create_and_append_wall_ms\":{},\"per_session_ms\":{},\"listed\":{listed},\"cold_list_runs_ms\":{},\"cold_list_best_ms\":{}}}",
+            ",\"small_sessions\":{{\"count\":{small},\"create_and_append_wall_ms\":{},\"per_session_ms\":{},\"listed\":{listed},\"cold_list_runs_ms\":{},\"cold_list_best_ms\":{},\"open_and_list_runs_ms\":{},\"open_and_list_best_ms\":{}}}",
             num(round(wall, 1)),
             num(round(per, 3)),
             runs_json(&list_runs),
             num(round(list_best, 3)),
+            runs_json(&open_list_runs),
+            num(round(open_list_best, 3)),
         ));
     }
     json.push('}');
@@ -686,7 +774,7 @@ struct Metric {
     label: &'static str,
 }
 
-const METRICS: [Metric; 8] = [
+const METRICS: [Metric; 10] = [
     Metric {
         ours: "append.events_per_sec",
         original: &["append", "eventsPerSec"],
@@ -730,6 +818,18 @@ const METRICS: [Metric; 8] = [
         label: "cold list(1000) ms",
     },
     Metric {
+        ours: "small_sessions.open_and_list_best_ms",
+        original: &["smallSessions", "coldListBestMs"],
+        higher_is_better: false,
+        label: "open + list(1000) ms",
+    },
+    Metric {
+        ours: "append_json.events_per_sec",
+        original: &["append", "eventsPerSec"],
+        higher_is_better: true,
+        label: "append_json events/s",
+    },
+    Metric {
         ours: "writers8.events_per_sec",
         original: &[],
         higher_is_better: true,
@@ -753,6 +853,8 @@ fn target(kind: Kind, metric: &str) -> Option<(f64, f64)> {
         "read_from_last_100.best_ms" => Some((if jsonl { 20.0 } else { 1.0 }, f64::INFINITY)),
         "small_sessions.per_session_ms" => Some((1.2, f64::INFINITY)),
         "small_sessions.cold_list_best_ms" => Some((10.0, f64::INFINITY)),
+        "small_sessions.open_and_list_best_ms" => Some((6.0, f64::INFINITY)),
+        "append_json.events_per_sec" => Some((1.0, f64::INFINITY)),
         _ => None,
     }
 }
