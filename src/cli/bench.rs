@@ -1,16 +1,21 @@
 //! `bench`: the benchmark of SPEC §10 on the original's workload.
 //!
-//! For each of jsonl-zstd-packed, jsonl-none-packed, sqlite and the live
-//! path (JSONL zstd packed through `LiveSession::append`, `flush()` every 50
-//! events):
+//! For each of jsonl-zstd-packed, jsonl-none-packed, jsonl-zstd-unpacked,
+//! jsonl-none-unpacked, sqlite and the live path (JSONL zstd packed through
+//! `LiveSession::append`, `flush()` every 50 events):
 //! - `append`: the workload appended in calls of 50 whole events (cold path:
 //!   `Store::append`, each call one durable write);
+//! - `append_json` (jsonl-zstd-packed and sqlite): the same through
+//!   `Store::append_json`, the C ABI's text path;
 //! - `cold_load` / `cold_inspect`: best of 3, each run on a freshly opened
 //!   store; plus the peak RSS of a separate process that only opens the
 //!   store and loads the session (`peak_rss_mb`);
 //! - `read_from_last_100`: `read_from(n - 100)` after a load, best of 3;
 //! - `small_sessions` (not for the live path): 1,000 sessions of 5 events
-//!   created and appended, then a cold `list` (best of 3, fresh store each).
+//!   created and appended, then a cold `list` (best of 3, fresh store each),
+//!   and `open + list` with `Store::open` inside the timer.
+//!
+//! `--scale` measures growth instead (see `bench_scale`).
 //!
 //! PostgreSQL (`postgres`) is measured the same way when
 //! `DSH_BENCH_POSTGRES_URL` (or else `DSH_TEST_POSTGRES_URL`) names a server
