@@ -45,6 +45,8 @@ fn bench_json_report_has_every_figure() {
         [
             "jsonl-zstd-packed",
             "jsonl-none-packed",
+            "jsonl-zstd-unpacked",
+            "jsonl-none-unpacked",
             "sqlite",
             "live-jsonl-zstd-packed"
         ]
@@ -71,6 +73,17 @@ fn bench_json_report_has_every_figure() {
             assert_eq!(b["small_sessions"]["listed"], 4);
             assert!(b["small_sessions"]["per_session_ms"].as_f64().is_some());
             assert!(b["small_sessions"]["cold_list_best_ms"].as_f64().is_some());
+            assert!(
+                b["small_sessions"]["open_and_list_best_ms"]
+                    .as_f64()
+                    .is_some()
+            );
+        }
+        // The C ABI's text path, on one JSONL kind and SQLite.
+        let text = matches!(name.as_str(), "jsonl-zstd-packed" | "sqlite");
+        assert_eq!(b.get("append_json").is_some(), text, "{name}");
+        if text {
+            assert!(b["append_json"]["events_per_sec"].as_f64().unwrap() > 0.0);
         }
     }
     // Comparison rows carry the original's figures; no target verdict on a
@@ -188,4 +201,55 @@ fn bench_reports_a_missing_workload_as_not_found() {
     let r = run(["--json", "bench", "--workload", "/nonexistent/w.jsonl.zst"]);
     assert_eq!(r.code, 3);
     assert_eq!(r.error().0, "not_found");
+}
+
+#[test]
+fn bench_scale_builds_a_session_and_small_sessions() {
+    let tmp = TempDir::new("cli-bench-scale");
+    let r = run_env(
+        [
+            "--json",
+            "bench",
+            "--scale",
+            "--scale-events",
+            "1200",
+            "--small-sessions",
+            "3",
+            "--out-dir",
+            tmp.path().to_str().unwrap(),
+        ],
+        &NO_PG,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = r.json();
+    let scale = &v["scale"];
+    let sessions = scale["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1);
+    let s = &sessions[0];
+    // Cut back to the last complete turn of the workload's first 1200.
+    let n = s["events"].as_u64().unwrap();
+    assert!(n > 0 && n <= 1200, "{n}");
+    assert_eq!(s["append"]["calls"], n.div_ceil(50));
+    for k in [
+        "first_10pct_cpu_ms_per_call",
+        "last_10pct_cpu_ms_per_call",
+        "growth",
+    ] {
+        assert!(s["append"][k].as_f64().is_some(), "append.{k}");
+    }
+    assert!(s["load"]["ms"].as_f64().is_some());
+    assert!(s["load"]["peak_rss_bytes_per_event"].as_f64().unwrap() > 0.0);
+    assert_eq!(s["reopen_append"]["events"], 50);
+    assert!(s["reopen_append"]["ms"].as_f64().is_some());
+    assert_eq!(scale["small_sessions"]["count"], 3);
+    assert!(
+        scale["small_sessions"]["open_and_list_ms"]
+            .as_f64()
+            .is_some()
+    );
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+
+    // --scale-events needs --scale.
+    let r = run_env(["bench", "--scale-events", "10"], &NO_PG);
+    assert_eq!(r.code, 2, "{}", r.stderr);
 }

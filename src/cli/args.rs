@@ -126,6 +126,14 @@ pub struct BenchArgs {
     /// Number of small sessions (default 1000).
     #[arg(long = "small-sessions", value_name = "N", hide = true)]
     pub small_sessions: Option<usize>,
+    /// Growth rows instead of the comparison: sessions of 1M and 5M events
+    /// (per-call append cost at the start and end, load time, peak RSS per
+    /// event, reopen + append) and 100k small sessions. Takes minutes.
+    #[arg(long)]
+    pub scale: bool,
+    /// With --scale: one session of N events instead of 1M and 5M.
+    #[arg(long = "scale-events", value_name = "N", requires = "scale")]
+    pub scale_events: Option<u64>,
 }
 
 /// `completions`' shells.
@@ -255,6 +263,9 @@ pub enum Command {
 pub struct RssProbeCli {
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Append this file's JSON array of events instead of loading.
+    #[arg(long, value_name = "FILE")]
+    pub append: Option<PathBuf>,
     /// Session id.
     pub id: String,
 }

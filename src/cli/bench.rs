@@ -1,16 +1,21 @@
 //! `bench`: the benchmark of SPEC §10 on the original's workload.
 //!
-//! For each of jsonl-zstd-packed, jsonl-none-packed, sqlite and the live
-//! path (JSONL zstd packed through `LiveSession::append`, `flush()` every 50
-//! events):
+//! For each of jsonl-zstd-packed, jsonl-none-packed, jsonl-zstd-unpacked,
+//! jsonl-none-unpacked, sqlite and the live path (JSONL zstd packed through
+//! `LiveSession::append`, `flush()` every 50 events):
 //! - `append`: the workload appended in calls of 50 whole events (cold path:
 //!   `Store::append`, each call one durable write);
+//! - `append_json` (jsonl-zstd-packed and sqlite): the same through
+//!   `Store::append_json`, the C ABI's text path;
 //! - `cold_load` / `cold_inspect`: best of 3, each run on a freshly opened
 //!   store; plus the peak RSS of a separate process that only opens the
 //!   store and loads the session (`peak_rss_mb`);
 //! - `read_from_last_100`: `read_from(n - 100)` after a load, best of 3;
 //! - `small_sessions` (not for the live path): 1,000 sessions of 5 events
-//!   created and appended, then a cold `list` (best of 3, fresh store each).
+//!   created and appended, then a cold `list` (best of 3, fresh store each),
+//!   and `open + list` with `Store::open` inside the timer.
+//!
+//! `--scale` measures growth instead (see `bench_scale`).
 //!
 //! PostgreSQL (`postgres`) is measured the same way when
 //! `DSH_BENCH_POSTGRES_URL` (or else `DSH_TEST_POSTGRES_URL`) names a server
@@ -131,9 +136,11 @@ fn postgres_url() -> Option<String> {
 
 /// One store kind the bench measures.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     JsonlZstd,
     JsonlNone,
+    JsonlZstdUnpacked,
+    JsonlNoneUnpacked,
     Sqlite,
     Live,
     Postgres,
@@ -151,12 +158,21 @@ fn bench_schema(dir: &Path) -> String {
 }
 
 impl Kind {
-    const ALL: [Kind; 4] = [Kind::JsonlZstd, Kind::JsonlNone, Kind::Sqlite, Kind::Live];
+    const ALL: [Kind; 6] = [
+        Kind::JsonlZstd,
+        Kind::JsonlNone,
+        Kind::JsonlZstdUnpacked,
+        Kind::JsonlNoneUnpacked,
+        Kind::Sqlite,
+        Kind::Live,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Kind::JsonlZstd => "jsonl-zstd-packed",
             Kind::JsonlNone => "jsonl-none-packed",
+            Kind::JsonlZstdUnpacked => "jsonl-zstd-unpacked",
+            Kind::JsonlNoneUnpacked => "jsonl-none-unpacked",
             Kind::Sqlite => "sqlite",
             Kind::Live => "live-jsonl-zstd-packed",
             Kind::Postgres => "postgres",
@@ -169,7 +185,7 @@ impl Kind {
     }
 
     /// The store directory (JSONL root, or the SQLite file's directory).
-    fn config(self, dir: &Path) -> StoreConfig {
+    pub(super) fn config(self, dir: &Path) -> StoreConfig {
         let backend = match self {
             Kind::JsonlZstd | Kind::Live => BackendConfig::Jsonl(JsonlConfig {
                 root: dir.to_path_buf(),
@@ -183,6 +199,18 @@ impl Kind {
                 pack_chunks: true,
                 limits: Default::default(),
             }),
+            Kind::JsonlZstdUnpacked | Kind::JsonlNoneUnpacked => {
+                BackendConfig::Jsonl(JsonlConfig {
+                    root: dir.to_path_buf(),
+                    compression: if self == Kind::JsonlZstdUnpacked {
+                        Compression::Zstd
+                    } else {
+                        Compression::None
+                    },
+                    pack_chunks: false,
+                    limits: Default::default(),
+                })
+            }
             Kind::Sqlite => BackendConfig::Sqlite(SqliteConfig::new(
                 dir.join("sessions.db").to_string_lossy().into_owned(),
             )),
@@ -194,8 +222,10 @@ impl Kind {
     fn store_args(self, dir: &Path) -> StoreArgs {
         let mut a = StoreArgs::default();
         match self {
-            Kind::JsonlZstd | Kind::Live => a.jsonl = Some(dir.to_path_buf()),
-            Kind::JsonlNone => a.jsonl_raw = Some(dir.to_path_buf()),
+            Kind::JsonlZstd | Kind::JsonlZstdUnpacked | Kind::Live => {
+                a.jsonl = Some(dir.to_path_buf())
+            }
+            Kind::JsonlNone | Kind::JsonlNoneUnpacked => a.jsonl_raw = Some(dir.to_path_buf()),
             Kind::Sqlite => a.sqlite = Some(dir.join("sessions.db")),
             Kind::Postgres => {
                 a.postgres = postgres_url();
@@ -283,11 +313,11 @@ fn concurrent_writers(kind: Kind, w: &Workload, dir: &Path) -> Result<(f64, f64)
     Ok(((WRITERS * share.len()) as f64 / (wall / 1000.0), wall))
 }
 
-fn ms(t: Instant) -> f64 {
+pub(super) fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
-fn round(v: f64, digits: i32) -> f64 {
+pub(super) fn round(v: f64, digits: i32) -> f64 {
     let p = 10f64.powi(digits);
     (v * p).round() / p
 }
@@ -301,7 +331,7 @@ fn runs_json(runs: &[f64]) -> String {
     format!("[{}]", items.join(","))
 }
 
-fn num(v: f64) -> String {
+pub(super) fn num(v: f64) -> String {
     let mut s = String::new();
     json::write_f64(&mut s, v);
     s
@@ -320,7 +350,7 @@ fn dir_bytes(p: &Path) -> u64 {
     }
 }
 
-fn make_dir(p: &Path) -> Result<(), Error> {
+pub(super) fn make_dir(p: &Path) -> Result<(), Error> {
     use std::os::unix::fs::DirBuilderExt;
     fs::DirBuilder::new()
         .recursive(true)
@@ -329,7 +359,7 @@ fn make_dir(p: &Path) -> Result<(), Error> {
         .map_err(|e| Error::io(format!("cannot create {}", p.display()), e))
 }
 
-fn bench_header(id: &str) -> SessionHeader {
+pub(super) fn bench_header(id: &str) -> SessionHeader {
     let mut h = SessionHeader::new(id, now_ms().max(0) as u64);
     h.cwd = Some("/home/user/project".into());
     h
@@ -360,6 +390,7 @@ fn measure(
     let n = w.events.len();
     let mut figures = Vec::new();
     let calls = n.div_ceil(BATCH);
+    let mut append_text_json = String::new();
 
     // append
     progress.phase(
@@ -403,6 +434,52 @@ fn measure(
         num(round(append_ms / calls as f64, 3)),
         num(round(w.logical_bytes as f64 / disk.max(1) as f64, 2)),
     );
+
+    // append through the C ABI's text path (`append_json`: parse, lossless
+    // check, canonical data), the batches' text made before the timer
+    if matches!(kind, Kind::JsonlZstd | Kind::Sqlite) {
+        progress.phase(
+            || format!("bench: {} append_json", kind.name()),
+            || format!("{calls} durable calls of {BATCH} events as JSON text"),
+            calls as u64,
+        );
+        let tdir = out_dir.join(format!("{}-text", kind.name()));
+        make_dir(&tdir)?;
+        let texts: Vec<String> = w
+            .events
+            .chunks(BATCH)
+            .map(|c| {
+                let mut t = String::new();
+                dsh_persist::model::event::write_events_array(&mut t, c);
+                t
+            })
+            .collect();
+        let store = Store::open(kind.config(&tdir))?;
+        store.create(bench_header(BENCH_ID))?;
+        let t = Instant::now();
+        for text in &texts {
+            store.append_json(BENCH_ID, text)?;
+            progress.inc(1);
+        }
+        let text_ms = ms(t);
+        store.close()?;
+        check_count(
+            Store::open(kind.config(&tdir))?
+                .read_from(BENCH_ID, 0)?
+                .events
+                .len(),
+            n,
+            "append_json",
+        )?;
+        let eps = n as f64 / (text_ms / 1000.0);
+        figures.push(("append_json.events_per_sec", eps));
+        append_text_json = format!(
+            ",\"append_json\":{{\"wall_ms\":{},\"events_per_sec\":{},\"per_append_call_ms\":{}}}",
+            num(round(text_ms, 1)),
+            num(eps.round()),
+            num(round(text_ms / calls as f64, 3)),
+        );
+    }
 
     // cold load / inspect
     let mut load_runs = Vec::new();
@@ -480,7 +557,7 @@ fn measure(
     );
 
     let mut json = format!(
-        "{{\"append\":{append_json},\"cold_load\":{load_json},\"cold_inspect\":{inspect_json},\"read_from_last_100\":{rf_json}"
+        "{{\"append\":{append_json}{append_text_json},\"cold_load\":{load_json},\"cold_inspect\":{inspect_json},\"read_from_last_100\":{rf_json}"
     );
 
     // 8 concurrent writers, on the row stores
@@ -535,17 +612,33 @@ fn measure(
             listed = headers.len();
             progress.inc(1);
         }
+        // The open inside the timer (the original opens lazily, in its
+        // first call).
+        let mut open_list_runs = Vec::new();
+        for _ in 0..RUNS {
+            let t = Instant::now();
+            let store = Store::open(kind.config(&sdir))?;
+            let headers = store.list()?;
+            open_list_runs.push(ms(t));
+            check_count(headers.len(), small, "open + list")?;
+            drop(headers);
+            drop(store);
+        }
         check_count(listed, small, "list")?;
+        let open_list_best = best(&open_list_runs);
+        figures.push(("small_sessions.open_and_list_best_ms", open_list_best));
         let per = wall / small as f64;
         let list_best = best(&list_runs);
         figures.push(("small_sessions.per_session_ms", per));
         figures.push(("small_sessions.cold_list_best_ms", list_best));
         json.push_str(&format!(
-            ",\"small_sessions\":{{\"count\":{small},\"create_and_append_wall_ms\":{},\"per_session_ms\":{},\"listed\":{listed},\"cold_list_runs_ms\":{},\"cold_list_best_ms\":{}}}",
+            ",\"small_sessions\":{{\"count\":{small},\"create_and_append_wall_ms\":{},\"per_session_ms\":{},\"listed\":{listed},\"cold_list_runs_ms\":{},\"cold_list_best_ms\":{},\"open_and_list_runs_ms\":{},\"open_and_list_best_ms\":{}}}",
             num(round(wall, 1)),
             num(round(per, 3)),
             runs_json(&list_runs),
             num(round(list_best, 3)),
+            runs_json(&open_list_runs),
+            num(round(open_list_best, 3)),
         ));
     }
     json.push('}');
@@ -587,11 +680,30 @@ fn live_options(e: &Event) -> Result<AppendOptions, Error> {
 /// Runs `dsh-persist rss-probe` on the stored session in a fresh process: the
 /// peak RSS (MiB) of a process that only opens the store and loads it.
 fn rss_probe(kind: Kind, dir: &Path) -> Result<Option<f64>, Error> {
+    let out = rss_probe_id(kind, dir, BENCH_ID, None)?;
+    Ok(out
+        .as_deref()
+        .and_then(|t| json::get_field(t, "peak_rss_kib"))
+        .and_then(json::as_f64)
+        .map(|k| k / 1024.0))
+}
+
+/// Runs `dsh-persist rss-probe` on session `id` in a fresh process (with
+/// `append`: it appends that file's JSON array of events instead of
+/// loading) and returns its JSON report; `None` when the bench cannot run
+/// itself.
+pub(super) fn rss_probe_id(
+    kind: Kind,
+    dir: &Path,
+    id: &str,
+    append: Option<&Path>,
+) -> Result<Option<String>, Error> {
     let Ok(exe) = std::env::current_exe() else {
         return Ok(None);
     };
     let a = kind.store_args(dir);
-    let flags: Vec<std::ffi::OsString> = match (&a.jsonl, &a.jsonl_raw, &a.sqlite, &a.postgres) {
+    let mut flags: Vec<std::ffi::OsString> = match (&a.jsonl, &a.jsonl_raw, &a.sqlite, &a.postgres)
+    {
         (Some(p), _, _, _) => vec!["--jsonl".into(), p.into()],
         (_, Some(p), _, _) => vec!["--jsonl-raw".into(), p.into()],
         (_, _, Some(p), _) => vec!["--sqlite".into(), p.into()],
@@ -603,10 +715,14 @@ fn rss_probe(kind: Kind, dir: &Path) -> Result<Option<f64>, Error> {
         ],
         _ => return Ok(None),
     };
+    if let Some(f) = append {
+        flags.push("--append".into());
+        flags.push(f.into());
+    }
     let out = std::process::Command::new(exe)
         .arg("rss-probe")
         .args(flags)
-        .arg(BENCH_ID)
+        .arg(id)
         .output()
         .map_err(|e| Error::io("cannot run the RSS probe", e))?;
     if !out.status.success() {
@@ -615,14 +731,37 @@ fn rss_probe(kind: Kind, dir: &Path) -> Result<Option<f64>, Error> {
             String::from_utf8_lossy(&out.stderr)
         )));
     }
-    let text = String::from_utf8_lossy(&out.stdout);
-    Ok(json::get_field(text.trim(), "peak_rss_kib")
-        .and_then(json::as_f64)
-        .map(|k| k / 1024.0))
+    Ok(Some(
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+    ))
 }
 
-/// The internal `rss-probe` command: open, load, report `VmHWM`.
-pub fn rss_probe_main(store: &Store, id: &str) -> Result<Outcome, Error> {
+/// Resident set (`VmRSS`) of this process now, in KiB.
+fn rss_kib() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The internal `rss-probe` command: open, load, report `VmHWM`; with
+/// `append`, open and append that file's events through `append_json` (the
+/// C ABI's text path), report the call's time and the RSS it added.
+pub fn rss_probe_main(store: &Store, id: &str, append: Option<&Path>) -> Result<Outcome, Error> {
+    if let Some(file) = append {
+        let text = fs::read_to_string(file)
+            .map_err(|e| Error::io(format!("cannot read {}", file.display()), e))?;
+        let before = rss_kib().unwrap_or(0);
+        let t = Instant::now();
+        store.append_json(id, &text)?;
+        let append_ms = ms(t);
+        let peak = peak_rss_kib().unwrap_or(0);
+        print_out(&format!(
+            "{{\"append_ms\":{},\"append_extra_rss_kib\":{},\"peak_rss_kib\":{peak}}}",
+            num(round(append_ms, 3)),
+            peak.saturating_sub(before)
+        ));
+        return Ok(Outcome::ok());
+    }
     let view = store.load(id)?;
     let events = view.events.len();
     let peak = peak_rss_kib().unwrap_or(0);
@@ -640,7 +779,7 @@ struct Metric {
     label: &'static str,
 }
 
-const METRICS: [Metric; 8] = [
+const METRICS: [Metric; 10] = [
     Metric {
         ours: "append.events_per_sec",
         original: &["append", "eventsPerSec"],
@@ -684,6 +823,18 @@ const METRICS: [Metric; 8] = [
         label: "cold list(1000) ms",
     },
     Metric {
+        ours: "small_sessions.open_and_list_best_ms",
+        original: &["smallSessions", "coldListBestMs"],
+        higher_is_better: false,
+        label: "open + list(1000) ms",
+    },
+    Metric {
+        ours: "append_json.events_per_sec",
+        original: &["append", "eventsPerSec"],
+        higher_is_better: true,
+        label: "append_json events/s",
+    },
+    Metric {
         ours: "writers8.events_per_sec",
         original: &[],
         higher_is_better: true,
@@ -707,6 +858,8 @@ fn target(kind: Kind, metric: &str) -> Option<(f64, f64)> {
         "read_from_last_100.best_ms" => Some((if jsonl { 20.0 } else { 1.0 }, f64::INFINITY)),
         "small_sessions.per_session_ms" => Some((1.2, f64::INFINITY)),
         "small_sessions.cold_list_best_ms" => Some((10.0, f64::INFINITY)),
+        "small_sessions.open_and_list_best_ms" => Some((6.0, f64::INFINITY)),
+        "append_json.events_per_sec" => Some((1.0, f64::INFINITY)),
         _ => None,
     }
 }
@@ -879,6 +1032,16 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
     make_dir(&scratch.path)?;
     if args.keep {
         eprintln!("bench: stores kept in {}", scratch.path.display());
+    }
+    if args.scale {
+        let sizes = match args.scale_events {
+            Some(n) => vec![n],
+            None => vec![1_000_000, 5_000_000],
+        };
+        let small = args.small_sessions.unwrap_or(100_000);
+        let out = super::bench_scale::scale(&w.events, &sizes, small, &scratch.path, json_out);
+        drop(scratch);
+        return out;
     }
     let mut kinds = Kind::ALL.to_vec();
     let mut _pg_scratch = None;

@@ -9,6 +9,7 @@
 
 mod args;
 mod bench;
+mod bench_scale;
 mod convert;
 mod docs;
 mod manage;
@@ -52,7 +53,7 @@ fn rss_probe(argv: &[std::ffi::OsString]) -> i32 {
     };
     progress::set_quiet(true);
     match with_store(&cli.store, "", String::new(), |s| {
-        bench::rss_probe_main(s, &cli.id)
+        bench::rss_probe_main(s, &cli.id, cli.append.as_deref())
     }) {
         Ok(outcome) => outcome.code,
         Err(e) => output::report_error(&e, false),

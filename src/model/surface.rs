@@ -208,6 +208,21 @@ struct Node {
     data: JsonText,
 }
 
+/// How to take back one applied event (see [`SurfaceState::undo`]).
+#[must_use]
+#[derive(Debug)]
+pub struct SurfaceUndo(Step);
+
+#[derive(Debug)]
+enum Step {
+    /// The event changed nothing.
+    Nothing,
+    /// It appended a node.
+    Pop,
+    /// It replaced the nodes `removed` (from `at` on) with one node.
+    Unsplice { at: usize, removed: Vec<Node> },
+}
+
 /// The current surface: the seqs that derive model-visible messages, in
 /// transcript order, with their events' data.
 #[derive(Clone, Debug, Default)]
@@ -230,6 +245,14 @@ impl SurfaceState {
     /// passes, applies it. On error the state is unchanged; the message is
     /// the bare rule text (callers add context such as the event index).
     pub fn apply(&mut self, event: &Event) -> Result<(), String> {
+        self.apply_undoable(event).map(drop)
+    }
+
+    /// [`SurfaceState::apply`], returning how to take the change back
+    /// ([`SurfaceState::undo`]): a batch is judged in place, and undone
+    /// step by step when a later event fails, at the cost of what changed
+    /// (not of a copy of the surface, which grows with the log).
+    pub fn apply_undoable(&mut self, event: &Event) -> Result<SurfaceUndo, String> {
         let name = event.type_str();
         let kind = NodeKind::of(name);
         let Some(kind) = kind else {
@@ -239,7 +262,7 @@ impl SurfaceState {
                     json::quote(name)
                 ));
             }
-            return Ok(());
+            return Ok(SurfaceUndo(Step::Nothing));
         };
         debug_assert!(is_surface_type(name));
         let Some(op_text) = &event.surface_op else {
@@ -276,7 +299,7 @@ impl SurfaceState {
         match op {
             SurfaceOp::Append => {
                 self.nodes.push(node);
-                Ok(())
+                Ok(SurfaceUndo(Step::Pop))
             }
             SurfaceOp::Replace { start, end } => {
                 let pos = |s: u64| self.nodes.iter().rposition(|n| n.seq == s);
@@ -315,8 +338,22 @@ impl SurfaceState {
                         )));
                     }
                 }
-                self.nodes.splice(a..=b, std::iter::once(node));
-                Ok(())
+                let removed: Vec<Node> = self.nodes.splice(a..=b, std::iter::once(node)).collect();
+                Ok(SurfaceUndo(Step::Unsplice { at: a, removed }))
+            }
+        }
+    }
+
+    /// Takes back the change of one successful [`SurfaceState::apply_undoable`];
+    /// the changes of a batch are taken back last first.
+    pub fn undo(&mut self, undo: SurfaceUndo) {
+        match undo.0 {
+            Step::Nothing => {}
+            Step::Pop => {
+                self.nodes.pop();
+            }
+            Step::Unsplice { at, removed } => {
+                self.nodes.splice(at..=at, removed);
             }
         }
     }
@@ -587,6 +624,47 @@ mod tests {
                 "session event \"user/message\" at seq 2: surfaceOp must be \"append\""
             )
         );
+    }
+
+    #[test]
+    fn undo_takes_back_appends_and_replaces_last_first() {
+        let mut st = SurfaceState::new();
+        for s in [0, 1, 2] {
+            st.apply(&user(s, &format!("u{s}"), r#","surfaceOp":"append""#))
+                .unwrap();
+        }
+        let before: Vec<u64> = st.seqs().collect();
+        let mut undo = Vec::new();
+        undo.push(
+            st.apply_undoable(&user(
+                3,
+                "s",
+                r#","surfaceOp":{"op":"replace","start":1,"end":2},"sourceEventSeqs":[1,2]"#,
+            ))
+            .unwrap(),
+        );
+        undo.push(
+            st.apply_undoable(&user(4, "u4", r#","surfaceOp":"append""#))
+                .unwrap(),
+        );
+        undo.push(
+            st.apply_undoable(&ev(
+                r#"{"type":"assistant/chunk","seq":5,"time":0,"data":{}}"#,
+            ))
+            .unwrap(),
+        );
+        assert_eq!(st.seqs().collect::<Vec<_>>(), vec![0, 3, 4]);
+        while let Some(u) = undo.pop() {
+            st.undo(u);
+        }
+        assert_eq!(st.seqs().collect::<Vec<_>>(), before);
+        let texts: Vec<String> = st
+            .messages()
+            .iter()
+            .map(|m| m.as_str().to_string())
+            .collect();
+        assert_eq!(texts.len(), 3);
+        assert!(texts[1].contains("u1") && texts[2].contains("u2"));
     }
 
     #[test]

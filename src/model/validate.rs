@@ -27,7 +27,7 @@ use super::invariants::TurnTrace;
 use super::json::{self, JsonText, Kind};
 use super::legacy::{convert_event, message_id_of, needs_conversion_check};
 use super::repair::closers;
-use super::surface::SurfaceState;
+use super::surface::{SurfaceState, SurfaceUndo};
 use super::vocabulary::Vocabulary;
 use crate::error::{Error, Result};
 
@@ -273,24 +273,46 @@ fn session_rules(
     index: usize,
     e: &Event,
 ) -> std::result::Result<(), String> {
+    session_rules_undoable(surface, trace, index, e).map(drop)
+}
+
+/// [`session_rules`], returning how to take back the surface change (on
+/// error nothing is changed: the surface change is taken back when a later
+/// rule fails).
+fn session_rules_undoable(
+    surface: &mut SurfaceState,
+    trace: Option<&mut TurnTrace>,
+    index: usize,
+    e: &Event,
+) -> std::result::Result<Option<SurfaceUndo>, String> {
     if e.is_invalid_envelope() {
         return Err(format!(
             "seed event at index {index} has an invalid event envelope"
         ));
     }
+    let mut undo = None;
     if e.type_str() != CHUNK || e.surface_op.is_some() || e.source_event_seqs.is_some() {
-        surface
-            .apply(e)
-            .map_err(|m| format!("invalid seed event at index {index}: {m}"))?;
+        undo = Some(
+            surface
+                .apply_undoable(e)
+                .map_err(|m| format!("invalid seed event at index {index}: {m}"))?,
+        );
         if e.type_str() == "request/header" {
-            check_request_header(index, e)?;
+            if let Err(m) = check_request_header(index, e) {
+                surface.undo(undo.take().expect("set above"));
+                return Err(m);
+            }
         }
     }
     if let Some(t) = trace {
-        t.check(e)
-            .map_err(|m| format!("invalid seed event at index {index}: {m}"))?;
+        if let Err(m) = t.check(e) {
+            if let Some(u) = undo {
+                surface.undo(u);
+            }
+            return Err(format!("invalid seed event at index {index}: {m}"));
+        }
     }
-    Ok(())
+    Ok(undo)
 }
 
 /// Everything that turning a stored log into a session checks (load,
@@ -430,22 +452,30 @@ impl LogState {
                 ));
             }
         }
-        // One event (a live append): the rules leave the states unchanged
-        // on error, so they run in place; a batch runs on copies.
-        let single = converted.len() == 1;
-        let mut surface_copy = (!single).then(|| self.surface.clone());
+        // The surface (which grows with the log) is judged in place and the
+        // changes taken back on failure; the trace (the open step's state,
+        // small) runs on a copy.
         let mut trace = self.trace.clone();
-        let surface = surface_copy.as_mut().unwrap_or(&mut self.surface);
+        let mut undo = Vec::new();
         for (k, (e, orig)) in converted.iter().zip(batch).enumerate() {
-            session_rules(surface, strict.then_some(&mut trace), self.len + k, e)
-                .map_err(|m| refuse(orig, &m))?;
+            match session_rules_undoable(
+                &mut self.surface,
+                strict.then_some(&mut trace),
+                self.len + k,
+                e,
+            ) {
+                Ok(u) => undo.extend(u),
+                Err(m) => {
+                    while let Some(u) = undo.pop() {
+                        self.surface.undo(u);
+                    }
+                    return Err(refuse(orig, &m));
+                }
+            }
             if !strict {
                 // Kept in step for `open_turn`, not judged.
                 let _ = trace.check(e);
             }
-        }
-        if let Some(s) = surface_copy {
-            self.surface = s;
         }
         self.trace = trace;
         self.len += batch.len();
@@ -526,6 +556,36 @@ mod tests {
     }
 
     const MODEL_SRC: &str = r#"{"kind":"model","provider":"p","model":"m"}"#;
+
+    #[test]
+    fn a_refused_batch_leaves_the_log_state_unchanged() {
+        let v = vocab();
+        let at = |seq: u64, op: &str| {
+            ev(&USER
+                .replace(r#""seq":0"#, &format!(r#""seq":{seq}"#))
+                .replace(r#""surfaceOp":"append""#, op))
+        };
+        let mut st = LogState::new();
+        st.check_append("s", &v, false, true, &[ev(USER)]).unwrap();
+        let good = at(1, r#""surfaceOp":"append""#);
+        let replace = at(
+            2,
+            r#""surfaceOp":{"op":"replace","start":0,"end":1},"sourceEventSeqs":[0,1]"#,
+        );
+        let bad = at(
+            3,
+            r#""surfaceOp":{"op":"replace","start":9,"end":9},"sourceEventSeqs":[9]"#,
+        );
+        let batch = [good.clone(), replace.clone(), bad];
+        let err = st.check_append("s", &v, false, true, &batch).unwrap_err();
+        assert!(err.to_string().contains("at seq 3"), "{err}");
+        assert_eq!(st.surface.seqs().collect::<Vec<_>>(), vec![0]);
+        assert_eq!(st.len, 1);
+        st.check_append("s", &v, false, true, &[good, replace])
+            .unwrap();
+        assert_eq!(st.surface.seqs().collect::<Vec<_>>(), vec![2]);
+        assert_eq!(st.len, 3);
+    }
 
     #[test]
     fn shape_checks() {

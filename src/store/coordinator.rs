@@ -353,7 +353,7 @@ impl Store {
             (None, false) => Some(self.shared.backend.lock_writer(id)?),
         };
         let is_new = created.is_some();
-        let (mut tail, adopt) = match created {
+        let (tail, adopt) = match created {
             Some(header) => (
                 Tail {
                     revision: Revision(String::new()),
@@ -366,20 +366,100 @@ impl Store {
             None => self.tail(id)?,
         };
         if events.is_empty() {
+            if adopt.is_none() {
+                self.put_tail(id, tail);
+            }
             return Ok(());
         }
+        self.append_to_tail(id, tail, adopt, is_new, events)
+    }
+
+    /// Keeps `tail` for the next append: one that matches what is stored
+    /// (not a created session's, not one whose torn tail a repair must cut
+    /// first).
+    fn put_tail(&self, id: &str, tail: Tail) {
+        if !tail.revision.0.is_empty() {
+            self.shared.tails.lock().insert(id.to_string(), tail);
+        }
+    }
+
+    /// The checks and the write of [`Store::append`], on the tail taken out
+    /// of the store's cache (under the id's lock and its writer lock): it is
+    /// advanced in place and put back after the write; a refusal leaves it
+    /// unchanged and puts it back; a failed write drops it (the next append
+    /// reads the stored state again).
+    fn append_to_tail(
+        &self,
+        id: &str,
+        mut tail: Tail,
+        adopt: Option<Arc<Inspection>>,
+        is_new: bool,
+        events: Vec<Event>,
+    ) -> Result<()> {
         let mut events = events;
+        // Put back unchanged after a refusal (a torn tail's is not: the
+        // next append must adopt the torn tail again).
+        let adopting = adopt.is_some();
+        let keep = |tail: Tail| {
+            if !adopting {
+                self.put_tail(id, tail);
+            }
+        };
         if !is_new && events[0].seq < tail.next_seq {
             // A retry of an append whose outcome was unclear (it failed after
             // its bytes or rows may have become durable): what is stored at
             // these seqs, exactly these events, is not written twice.
-            if let Some(n) = self.already_stored(id, &events, tail.next_seq)? {
-                events.drain(..n);
-                if events.is_empty() {
-                    return Ok(());
+            match self.already_stored(id, &events, tail.next_seq) {
+                Ok(Some(n)) => {
+                    events.drain(..n);
+                    if events.is_empty() {
+                        keep(tail);
+                        return Ok(());
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    keep(tail);
+                    return Err(e);
                 }
             }
         }
+        if let Err(e) = self.check_batch(id, &mut tail, &events) {
+            keep(tail);
+            return Err(e);
+        }
+        let revision = match adopt {
+            // DIFFERENCES B 05, like the original: a cold append to a log
+            // with a torn tail adopts it (under the writer lock): the torn
+            // fragment is cut, the records recovered from it are kept, and
+            // the batch is appended; an open turn stays open for the batch
+            // to continue.
+            Some(insp) => {
+                self.shared.cache.lock().remove(id);
+                self.shared.tails.lock().remove(id);
+                self.shared.backend.commit_repair(id, &insp.stored, &events)
+            }
+            None => {
+                let expect = if tail.next_seq == 0 && tail.revision.0.is_empty() {
+                    Expect::New
+                } else {
+                    Expect::At(&tail.revision)
+                };
+                self.shared.backend.append(&tail.header, &events, expect)
+            }
+        };
+        // A failed write: the tail (its rules advanced) is dropped.
+        tail.revision = revision?;
+        tail.next_seq += events.len() as u64;
+        self.shared.registry.lock().created.remove(id);
+        self.shared.tails.lock().insert(id.to_string(), tail);
+        Ok(())
+    }
+
+    /// The batch checks of an append: contiguous seqs from the stored
+    /// next seq, no storage-format tags, the rules; on success the tail's
+    /// rules have advanced over the batch, on a refusal they are unchanged.
+    fn check_batch(&self, id: &str, tail: &mut Tail, events: &[Event]) -> Result<()> {
         for (i, e) in events.iter().enumerate() {
             let want = tail.next_seq + i as u64;
             if e.seq != want {
@@ -408,41 +488,14 @@ impl Store {
         }
         // The rules a load applies (one rule set, SPEC 1.8/1.9): what this
         // acknowledges loads back; older shapes a load converts are taken.
-        let mut rules = tail.rules.clone();
-        rules.check_append(
+        // On a refusal the rules' state is unchanged.
+        tail.rules.check_append(
             id,
             &self.shared.vocab,
             self.shared.config.strict,
             true,
-            &events,
+            events,
         )?;
-        tail.rules = rules;
-        let revision = match adopt {
-            // DIFFERENCES B 05, like the original: a cold append to a log
-            // with a torn tail adopts it (under the writer lock): the torn
-            // fragment is cut, the records recovered from it are kept, and
-            // the batch is appended; an open turn stays open for the batch
-            // to continue.
-            Some(insp) => {
-                self.shared.cache.lock().remove(id);
-                self.shared.tails.lock().remove(id);
-                self.shared
-                    .backend
-                    .commit_repair(id, &insp.stored, &events)?
-            }
-            None => {
-                let expect = if tail.next_seq == 0 && tail.revision.0.is_empty() {
-                    Expect::New
-                } else {
-                    Expect::At(&tail.revision)
-                };
-                self.shared.backend.append(&tail.header, &events, expect)?
-            }
-        };
-        tail.revision = revision;
-        tail.next_seq += events.len() as u64;
-        self.shared.registry.lock().created.remove(id);
-        self.shared.tails.lock().insert(id.to_string(), tail);
         Ok(())
     }
 
@@ -456,19 +509,30 @@ impl Store {
             .backend
             .revision(id)?
             .ok_or_else(|| not_found(id))?;
-        if let Some(t) = self.shared.tails.lock().get(id) {
+        // Taken out (not copied: its rules grow with the log); the append
+        // puts it back.
+        if let Some(t) = self.shared.tails.lock().remove(id) {
             if t.revision == current {
-                return Ok((t.clone(), None));
+                return Ok((t, None));
             }
         }
-        let insp = self.inspection(id)?;
+        // A retained inspection is taken out and used, a new one is not
+        // retained (the append changes the revision, so neither would be
+        // current again): the log is read and judged once, its fold kept,
+        // its events freed.
+        let current_insp = self.shared.cache.lock().take(id, &current);
+        let insp = match current_insp {
+            Some(hit) => hit,
+            None => Arc::new(self.read_inspection(id)?),
+        };
         let tail = Tail {
             revision: insp.stored.revision.clone(),
             next_seq: insp.stored.events.len() as u64,
             header: insp.stored.header.clone(),
             rules: LogState::fold(&insp.stored.events),
         };
-        Ok((tail, insp.stored.torn.is_some().then_some(insp)))
+        let adopt = insp.stored.torn.is_some().then_some(insp);
+        Ok((tail, adopt))
     }
 
     /// How many of `events` (starting below `next`, the stored next seq)
