@@ -220,11 +220,15 @@ pub(crate) fn session_file(dir: &Path, compression: Compression) -> Result<Optio
 }
 
 /// The project directories of a root (every subdirectory but the writer
-/// lock directory, which holds no session).
+/// lock directory and the catalog's cache directory, which hold no session).
 pub(crate) fn project_dirs(root: &Path) -> Result<Vec<String>> {
     Ok(read_dir_entries(root)?
         .into_iter()
-        .filter(|(name, is_dir, _)| *is_dir && name != crate::backend::writer_lock::LOCK_DIR_NAME)
+        .filter(|(name, is_dir, _)| {
+            *is_dir
+                && name != crate::backend::writer_lock::LOCK_DIR_NAME
+                && name != crate::backend::catalog::CACHE_DIR_NAME
+        })
         .map(|(n, _, _)| n)
         .collect())
 }

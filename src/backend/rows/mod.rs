@@ -23,6 +23,7 @@
 pub mod checks;
 pub mod scan;
 pub mod varint;
+pub mod window;
 
 use crate::backend::limits::{Budget, Limits};
 use crate::codec::chunk_rows::{PackedRow, Record};

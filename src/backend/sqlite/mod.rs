@@ -21,6 +21,7 @@ pub mod reader;
 pub mod rows;
 pub mod scan;
 pub mod schema;
+pub mod window;
 pub mod writer;
 
 /// The `source_event_seqs` codec, shared with the other row store.
@@ -224,6 +225,28 @@ fn file_identity(path: &Path) -> Result<String> {
 }
 
 impl Backend for SqliteBackend {
+    fn read_window(
+        &self,
+        id: &str,
+        spec: &crate::backend::catalog::WindowSpec<'_>,
+    ) -> Result<Option<crate::backend::catalog::Window>> {
+        Ok(self
+            .db
+            .read(|c, ident| {
+                window::read_window(c, &self.label, id, spec, &self.limits, &|inc, rev| {
+                    token(ident, inc, rev)
+                })
+            })?
+            .flatten())
+    }
+
+    fn cache_dir(&self) -> Option<PathBuf> {
+        let base = lock_base(self.db.path()?, &self.label).ok()?;
+        let mut dir = base.into_os_string();
+        dir.push(crate::backend::catalog::CACHE_DIR_NAME);
+        Some(PathBuf::from(dir))
+    }
+
     fn kind(&self) -> BackendKind {
         BackendKind::Sqlite
     }
