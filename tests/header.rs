@@ -152,6 +152,13 @@ pub const ADDED_FUNCTIONS: &[&str] = &[
     // Frees a session whose close failed (reliability D16: a failed close
     // keeps the handle valid and retryable; this gives it up).
     "dsh_session_free",
+    // The catalog reads (issue 19): rich listing, search, export, follow.
+    "dsh_store_list_summaries",
+    "dsh_store_search",
+    "dsh_store_export",
+    "dsh_follow_open",
+    "dsh_follow_next",
+    "dsh_follow_close",
 ];
 
 /// The `dsh_*` function names the header declares (an identifier followed
