@@ -143,7 +143,7 @@ enum Kind {
 /// `…/postgres-small`).
 fn bench_schema(dir: &Path) -> String {
     let name = dir.to_string_lossy();
-    let area = ["small", "writers"]
+    let area = ["small", "writers", "catalog"]
         .into_iter()
         .find(|a| name.ends_with(&format!("-{a}")))
         .unwrap_or("main");
@@ -548,6 +548,22 @@ fn measure(
             num(round(list_best, 3)),
         ));
     }
+    // catalog reads (issue 19): rich list and search over many sessions
+    if kind != Kind::Live && small > 0 {
+        let cdir = out_dir.join(format!("{}-catalog", kind.name()));
+        make_dir(&cdir)?;
+        let (cjson, cfig) = super::bench_catalog::measure(
+            &|d| kind.config(d),
+            kind.name(),
+            &w.events,
+            small,
+            &cdir,
+            RUNS,
+            progress,
+        )?;
+        figures.extend(cfig);
+        json.push_str(&format!(",\"catalog\":{cjson}"));
+    }
     json.push('}');
     Ok(Measured { json, figures })
 }
@@ -640,7 +656,7 @@ struct Metric {
     label: &'static str,
 }
 
-const METRICS: [Metric; 8] = [
+const METRICS: [Metric; 11] = [
     Metric {
         ours: "append.events_per_sec",
         original: &["append", "eventsPerSec"],
@@ -688,6 +704,24 @@ const METRICS: [Metric; 8] = [
         original: &[],
         higher_is_better: true,
         label: "8 writers append events/s",
+    },
+    Metric {
+        ours: "catalog.rich_list_best_ms",
+        original: &[],
+        higher_is_better: false,
+        label: "rich list(N x 1000 ev) ms",
+    },
+    Metric {
+        ours: "catalog.search_index_ms",
+        original: &[],
+        higher_is_better: false,
+        label: "search, building index ms",
+    },
+    Metric {
+        ours: "catalog.search_best_ms",
+        original: &[],
+        higher_is_better: false,
+        label: "search(N x 1000 ev) ms",
     },
 ];
 
@@ -885,10 +919,15 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
     let postgres_note = match postgres_url() {
         Some(_) => {
             kinds.push(Kind::Postgres);
-            let dirs = ["postgres", "postgres-small", "postgres-writers"]
-                .iter()
-                .map(|d| scratch.path.join(d))
-                .collect();
+            let dirs = [
+                "postgres",
+                "postgres-small",
+                "postgres-writers",
+                "postgres-catalog",
+            ]
+            .iter()
+            .map(|d| scratch.path.join(d))
+            .collect();
             _pg_scratch = Some(PostgresScratch(dirs));
             None
         }

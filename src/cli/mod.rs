@@ -9,6 +9,7 @@
 
 mod args;
 mod bench;
+mod bench_catalog;
 mod catalog;
 mod convert;
 mod docs;

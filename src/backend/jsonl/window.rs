@@ -37,17 +37,29 @@ use crate::model::header::SessionHeader;
 const BLOCK: u64 = 64 * 1024;
 
 /// The events of the record lines in `text` (each ending in `\n`; a last
-/// piece without one is left out), in order. Lines that do not parse are
-/// skipped.
-fn events_of_lines(text: &[u8], out: &mut Vec<Event>) {
+/// piece without one is left out), in order. Whether every line parsed.
+fn events_of_lines(text: &[u8], out: &mut Vec<Event>) -> bool {
     let mut start = 0;
+    let mut clean = true;
     for nl in memchr::memchr_iter(b'\n', text) {
         let line = String::from_utf8_lossy(&text[start..nl]);
-        if let Ok(r) = Record::parse_stored_line(&line) {
-            r.into_events_from(0, out);
+        match Record::parse_stored_line(&line) {
+            Ok(r) => r.into_events_from(0, out),
+            Err(_) => clean = false,
         }
         start = nl + 1;
     }
+    clean
+}
+
+/// Whether `events` run on without a gap (and, when `before` is given,
+/// end right before that seq).
+fn contiguous(events: &[Event], before: Option<u64>) -> bool {
+    events.windows(2).all(|w| w[0].seq + 1 == w[1].seq)
+        && match (events.last(), before) {
+            (Some(last), Some(b)) => last.seq + 1 == b,
+            _ => true,
+        }
 }
 
 fn open(path: &Path) -> Result<(File, FileIdentity)> {
@@ -83,15 +95,24 @@ fn frame_events(dec: &mut FrameDecoder, frame: &[u8], start: u64) -> Result<Vec<
             "corrupt Zstandard session log: the frame at byte {start} ends inside a record"
         )));
     }
-    events_of_lines(&lines, &mut events);
+    if !events_of_lines(&lines, &mut events) || !contiguous(&events, None) {
+        return Err(Error::corruption(format!(
+            "session log: the frame at byte {start} holds a record that does not parse or a seq gap"
+        )));
+    }
     Ok(events)
 }
 
 /// The events a backward walk keeps: the wanted ones, and the log's last.
-fn keep_backward(needs: &mut WindowNeeds<'_>, events: Vec<Event>, kept: &mut Vec<Event>) {
-    let first_seen = kept.is_empty();
+/// `log_end`: `events` end the log (the first batch of the walk).
+fn keep_backward(
+    needs: &mut WindowNeeds<'_>,
+    events: Vec<Event>,
+    kept: &mut Vec<Event>,
+    log_end: bool,
+) {
     for (i, e) in events.into_iter().rev().enumerate() {
-        let last = first_seen && i == 0;
+        let last = log_end && i == 0;
         if needs.see_backward(&e) || last {
             kept.push(e);
         }
@@ -116,15 +137,35 @@ fn finish(
 }
 
 impl JsonlBackend {
-    /// The window of the log at `path` (see the module docs).
+    /// The window of the log at `path` (see the module docs). A window
+    /// whose records do not parse or do not run on (a log whose reads keep
+    /// fewer events than its tail suggests) is taken from a full read
+    /// instead, so the listing agrees with what a read returns.
     pub(super) fn window_of(&self, path: &Path, spec: &WindowSpec<'_>) -> Result<Window> {
-        match self.compression {
+        let quick = match self.compression {
             Compression::Zstd => self.window_zstd(path, spec),
             Compression::None => self.window_plain(path, spec),
+        };
+        match quick {
+            Ok(Some(w)) => Ok(w),
+            Ok(None) | Err(_) => {
+                let read = super::reader::read_log(path, self.compression, &self.limits)?;
+                let mut events = read.events;
+                events.truncate(events.len() - read.recovered_events.min(events.len()));
+                let mut w = Window::from_events(
+                    read.header,
+                    read.identity.revision(),
+                    read.identity.size,
+                    events,
+                    spec,
+                );
+                w.bytes = read.identity.size;
+                Ok(w)
+            }
         }
     }
 
-    fn window_zstd(&self, path: &Path, spec: &WindowSpec<'_>) -> Result<Window> {
+    fn window_zstd(&self, path: &Path, spec: &WindowSpec<'_>) -> Result<Option<Window>> {
         let raw_log = path.display().to_string();
         let (file, identity) = open(path)?;
         if identity.size > self.limits.max_log_bytes.saturating_mul(2) {
@@ -160,6 +201,14 @@ impl JsonlBackend {
         while !needs.head_done() && head.len() < records.len() {
             let f = records[head.len()];
             let events = frame_events(&mut dec, &buf[f.start as usize..f.end as usize], f.start)?;
+            let expect = head
+                .iter()
+                .rev()
+                .find_map(|h| h.last())
+                .map_or(0, |e| e.seq + 1);
+            if events.first().is_some_and(|e| e.seq != expect) {
+                return Ok(None);
+            }
             for e in &events {
                 if needs.see_forward(e) {
                     kept.push(e.clone());
@@ -168,6 +217,7 @@ impl JsonlBackend {
             head.push(events);
         }
         let mut next_seq = None;
+        let mut before: Option<u64> = None;
         for (i, f) in records.iter().enumerate().rev() {
             if needs.tail_done() && next_seq.is_some() {
                 break;
@@ -176,16 +226,20 @@ impl JsonlBackend {
                 Some(events) => std::mem::take(events),
                 None => frame_events(&mut dec, &buf[f.start as usize..f.end as usize], f.start)?,
             };
-            if next_seq.is_none() {
+            let log_end = next_seq.is_none();
+            if log_end {
                 let Some(last) = events.last() else { continue };
                 next_seq = Some(last.seq + 1);
+            } else if !contiguous(&events, before) {
+                return Ok(None);
             }
-            keep_backward(&mut needs, events, &mut kept);
+            before = events.first().map(|e| e.seq).or(before);
+            keep_backward(&mut needs, events, &mut kept, log_end);
         }
-        Ok(finish(header, &identity, next_seq.unwrap_or(0), kept))
+        Ok(Some(finish(header, &identity, next_seq.unwrap_or(0), kept)))
     }
 
-    fn window_plain(&self, path: &Path, spec: &WindowSpec<'_>) -> Result<Window> {
+    fn window_plain(&self, path: &Path, spec: &WindowSpec<'_>) -> Result<Option<Window>> {
         let raw_log = path.display().to_string();
         let (file, identity) = open(path)?;
         let size = identity.size;
@@ -196,6 +250,7 @@ impl JsonlBackend {
         let mut pos = 0u64;
         let mut pending: Vec<u8> = Vec::new();
         let mut header: Option<(SessionHeader, u64)> = None;
+        let mut head_next = 0u64;
         while pos < size && (header.is_none() || !needs.head_done()) {
             let end = (pos + BLOCK).min(size);
             pending.extend_from_slice(&read_range(&file, path, pos, end)?);
@@ -220,7 +275,15 @@ impl JsonlBackend {
                 text = &text[nl + 1..];
             }
             let mut events = Vec::new();
-            events_of_lines(text, &mut events);
+            if !events_of_lines(text, &mut events)
+                || !contiguous(&events, None)
+                || events.first().is_some_and(|e| e.seq != head_next)
+            {
+                return Ok(None);
+            }
+            if let Some(last) = events.last() {
+                head_next = last.seq + 1;
+            }
             for e in events {
                 if needs.see_forward(&e) {
                     kept.push(e);
@@ -235,6 +298,7 @@ impl JsonlBackend {
         let mut next_seq = None;
         // Bytes after the last `\n`: not there yet.
         let mut complete_end = None;
+        let mut before: Option<u64> = None;
         while end > body_start && !(needs.tail_done() && next_seq.is_some()) {
             let start = end.saturating_sub(BLOCK).max(body_start);
             let mut block = read_range(&file, path, start, end)?;
@@ -268,16 +332,19 @@ impl JsonlBackend {
                 }
             };
             let mut events = Vec::new();
-            events_of_lines(&tail[from..], &mut events);
+            let clean = events_of_lines(&tail[from..], &mut events);
             tail.truncate(from);
-            if next_seq.is_none() {
-                if let Some(last) = events.last() {
-                    next_seq = Some(last.seq + 1);
-                }
+            let log_end = next_seq.is_none() && !events.is_empty();
+            if !clean || !contiguous(&events, if log_end { None } else { before }) {
+                return Ok(None);
             }
-            keep_backward(&mut needs, events, &mut kept);
+            if let Some(last) = events.last().filter(|_| log_end) {
+                next_seq = Some(last.seq + 1);
+            }
+            before = events.first().map(|e| e.seq).or(before);
+            keep_backward(&mut needs, events, &mut kept, log_end);
         }
-        Ok(finish(header, &identity, next_seq.unwrap_or(0), kept))
+        Ok(Some(finish(header, &identity, next_seq.unwrap_or(0), kept)))
     }
 
     /// The complete records appended after `cursor` (see the module docs).

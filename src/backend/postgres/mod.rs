@@ -303,7 +303,13 @@ impl Backend for PostgresBackend {
         };
         let header = fetched.session.header.clone();
         let rev = self.token(&fetched.session.incarnation, fetched.session.revision);
-        crate::backend::rows::window::assemble(header, rev, spec, &mut fetched).map(Some)
+        match crate::backend::rows::window::assemble(header, rev, spec, &mut fetched)? {
+            Some(w) => Ok(Some(w)),
+            // A row that does not decode: the full read's rules decide.
+            None => Ok(self
+                .read(id)?
+                .map(|log| crate::backend::catalog::window_of_log(log, spec))),
+        }
     }
 
     /// `LISTEN` on [`Self::notify_channel`] (polling when no dedicated

@@ -8,10 +8,9 @@
 use crate::backend::Revision;
 use crate::backend::catalog::{Window, WindowSpec};
 use crate::backend::rows::{StoredRow, decode_row_ref};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::event::Event;
 use crate::model::header::SessionHeader;
-use crate::model::json::quote;
 
 /// The row queries of one read transaction.
 pub trait WindowRows {
@@ -23,31 +22,30 @@ pub trait WindowRows {
     fn stored_bytes(&mut self) -> Result<u64>;
 }
 
-fn events_of(id: &str, row: &StoredRow) -> Result<Vec<Event>> {
-    let rec = decode_row_ref(row).map_err(|why| {
-        Error::corruption(format!(
-            "session {} row at seq {} does not decode: {why}",
-            quote(id),
-            row.seq
-        ))
-    })?;
+/// The events of a row; `None` when it does not decode (a torn tail, or
+/// corruption: the caller takes a full read, whose rules decide).
+fn events_of(row: &StoredRow) -> Option<Vec<Event>> {
+    let rec = decode_row_ref(row).ok()?;
     let mut out = Vec::new();
     rec.into_events_from(0, &mut out);
-    Ok(out)
+    Some(out)
 }
 
-/// Assembles the window of `header`'s session from `rows`.
+/// Assembles the window of `header`'s session from `rows`. `None` when a
+/// row does not decode: then the backend reads the log whole (its torn-tail
+/// rules decide what is there).
 pub fn assemble(
     header: SessionHeader,
     revision: Revision,
     spec: &WindowSpec<'_>,
     rows: &mut dyn WindowRows,
-) -> Result<Window> {
-    let id = header.id.clone();
+) -> Result<Option<Window>> {
     let mut events = Vec::new();
     let mut next_seq = 0;
     if let Some(row) = rows.last_row()? {
-        let mut last = events_of(&id, &row)?;
+        let Some(mut last) = events_of(&row) else {
+            return Ok(None);
+        };
         if let Some(e) = last.pop() {
             next_seq = e.seq + 1;
             events.push(e);
@@ -56,18 +54,21 @@ pub fn assemble(
     for (types, first) in [(spec.first_of, true), (spec.last_of, false)] {
         for t in types {
             if let Some(row) = rows.row_of_type(t, first)? {
-                events.extend(events_of(&id, &row)?);
+                let Some(found) = events_of(&row) else {
+                    return Ok(None);
+                };
+                events.extend(found);
             }
         }
     }
     events.sort_by_key(|e| e.seq);
     events.dedup_by_key(|e| e.seq);
     let bytes = rows.stored_bytes()?;
-    Ok(Window {
+    Ok(Some(Window {
         header,
         revision,
         next_seq,
         bytes,
         events,
-    })
+    }))
 }

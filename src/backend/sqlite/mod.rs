@@ -230,14 +230,21 @@ impl Backend for SqliteBackend {
         id: &str,
         spec: &crate::backend::catalog::WindowSpec<'_>,
     ) -> Result<Option<crate::backend::catalog::Window>> {
-        Ok(self
+        let quick = self
             .db
             .read(|c, ident| {
                 window::read_window(c, &self.label, id, spec, &self.limits, &|inc, rev| {
                     token(ident, inc, rev)
                 })
             })?
-            .flatten())
+            .flatten();
+        match quick {
+            None => Ok(None),
+            Some(Some(w)) => Ok(Some(w)),
+            Some(None) => Ok(self
+                .read(id)?
+                .map(|log| crate::backend::catalog::window_of_log(log, spec))),
+        }
     }
 
     fn cache_dir(&self) -> Option<PathBuf> {

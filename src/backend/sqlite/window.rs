@@ -62,7 +62,8 @@ impl WindowRows for Rows<'_> {
     }
 }
 
-/// The window of `id` (`None`: not stored), read on `conn`.
+/// The window of `id`, read on `conn`: `None` when not stored, `Some(None)`
+/// when a row does not decode (the caller reads the log whole).
 pub fn read_window(
     conn: &mut Connection,
     label: &str,
@@ -70,7 +71,7 @@ pub fn read_window(
     spec: &WindowSpec<'_>,
     limits: &Limits,
     revision: &dyn Fn(&str, i64) -> Revision,
-) -> Result<Option<Window>> {
+) -> Result<Option<Option<Window>>> {
     let Some((tx, session)) = begin_read(conn, label, id)? else {
         return Ok(None);
     };
