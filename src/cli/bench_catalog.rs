@@ -22,6 +22,9 @@ use super::progress::Progress;
 /// Events per session of the catalog corpus.
 pub const EVENTS_PER_SESSION: usize = 1000;
 
+/// The catalog section's JSON object and its figures.
+pub type CatalogFigures = (String, Vec<(&'static str, f64)>);
+
 /// Measures the catalog figures on a new store made by `config` in `dir`.
 /// Returns the JSON object and the figures.
 pub fn measure(
@@ -32,7 +35,7 @@ pub fn measure(
     dir: &Path,
     runs: usize,
     progress: &Progress,
-) -> Result<(String, Vec<(&'static str, f64)>), Error> {
+) -> Result<CatalogFigures, Error> {
     let per = events.len().min(EVENTS_PER_SESSION);
     let body = &events[..per];
     progress.phase(
