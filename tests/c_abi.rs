@@ -315,7 +315,7 @@ fn header_functions_equal_exported_symbols() {
         .collect();
     exported.sort();
     let declared = header_functions();
-    assert_eq!(declared.len(), 36, "{declared:?}");
+    assert_eq!(declared.len(), 42, "{declared:?}");
     assert_eq!(
         exported, declared,
         "the cdylib's exported dsh_* functions must be exactly the header's"
