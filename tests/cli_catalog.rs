@@ -79,7 +79,9 @@ fn rich_list_agrees_with_full_reads() {
             rows[0]["id"].as_str().unwrap(),
             "{case}"
         );
-        let table = run(std::iter::once("list".to_string()).chain(store.args()));
+        let table = run(["list".to_string(), "--long".to_string()]
+            .into_iter()
+            .chain(store.args()));
         assert_eq!(table.code, 0);
         assert!(table.stdout.starts_with("ID"), "{}", table.stdout);
         assert!(table.stdout.contains("UPDATED"));

@@ -129,10 +129,10 @@ pub struct BenchArgs {
 }
 
 /// `list`: sorting and filters of the rich listing (any of them, or
-/// `--long`, makes `--json` print the summaries instead of the headers).
+/// `--long`, makes `list` show the summaries instead of the headers).
 #[derive(Args, Debug, Clone, Default)]
 pub struct ListArgs {
-    /// Summaries (updated time, events, turns, title, prompts, size) also with --json.
+    /// Summaries: updated time, events, turns, title, prompts, size.
     #[arg(short, long)]
     pub long: bool,
     /// Print only the id of the most recently updated session.

@@ -114,7 +114,7 @@ fn run(cli: Cli) -> Result<Outcome, Error> {
         )));
     }
     match cli.command {
-        Command::List(args) if catalog::wants_rich(&args) || !json => {
+        Command::List(args) if catalog::wants_rich(&args) => {
             with_store(&store, "list", "listing the sessions".into(), |s| {
                 catalog::list(s, &args, json)
             })
