@@ -9,8 +9,11 @@ use std::process::Command;
 use cli_common::*;
 use support::*;
 
-const SUBCOMMANDS: [&str; 17] = [
+const SUBCOMMANDS: [&str; 20] = [
     "list",
+    "search",
+    "follow",
+    "export",
     "snapshots",
     "load",
     "inspect",

@@ -157,6 +157,13 @@ pub const ADDED_FUNCTIONS: &[&str] = &[
     "dsh_store_prune",
     "dsh_store_salvage",
     "dsh_store_import",
+    // The catalog reads (issue 19): rich listing, search, export, follow.
+    "dsh_store_list_summaries",
+    "dsh_store_search",
+    "dsh_store_export",
+    "dsh_follow_open",
+    "dsh_follow_next",
+    "dsh_follow_close",
 ];
 
 /// The `dsh_*` function names the header declares (an identifier followed

@@ -148,6 +148,12 @@ declare abstract class Handle {
 
 /** An opened store. `…Raw()` variants return the library's JSON text (exact big integers). */
 export declare class Store extends Handle {
+  listSummaries(query?: ListQuery | null): SessionSummary[];
+  listSummariesRaw(query?: ListQuery | string | null): string;
+  lastUpdated(): string | null;
+  search(query: string | SearchQuery): SearchResult;
+  export(id: string, format?: 'md' | 'html'): string;
+  follow(id: string, fromSeq?: number | bigint | null): Follower;
   static open(config: StoreConfig | string): Store;
   create(header: SessionHeader | string): void;
   append(id: string, events: SessionEvent[] | string): void;
@@ -181,6 +187,53 @@ export declare class Store extends Handle {
   resume(id: string): Session;
   /** boundary: inclusive seq, -1 for the last event; child: header (null: generated id). */
   fork(sourceId: string, boundary?: number | bigint, child?: SessionHeader | string | null): Session;
+}
+
+/** A session as the rich listing shows it (`Store.listSummaries`). */
+export interface SessionSummary {
+  id: string;
+  meta: SessionHeader;
+  revision: string;
+  createdAt: number;
+  updatedAt: number;
+  eventCount: number;
+  turnCount: number;
+  title: string | null;
+  firstPrompt: string | null;
+  lastPrompt: string | null;
+  openTurn: boolean;
+  bytes: number;
+}
+
+export interface ListQuery {
+  sort?: 'updated' | 'created';
+  ascending?: boolean;
+  cwd?: string;
+  updatedSince?: number;
+  parent?: string;
+  limit?: number;
+}
+
+export interface SearchQuery {
+  text: string;
+  limit?: number;
+  cwd?: string;
+  cacheDir?: string;
+}
+
+export interface SearchResult {
+  hits: Array<{ id: string; seq: number; role: 'user' | 'assistant' | 'tool'; snippet: string }>;
+  sessions: number;
+  indexed: number;
+  truncated: boolean;
+  skipped: Array<{ id: string; error: string }>;
+}
+
+/** A follower of one session (`Store.follow`). */
+export declare class Follower extends Handle {
+  /** The new events; an empty array when none came within `timeoutMs` (0: look once). */
+  next(timeoutMs?: number): SessionEvent[];
+  nextRaw(timeoutMs?: number): string;
 }
 
 /** A live session. Close it (or flush) to make its events durable. */

@@ -7,11 +7,13 @@ const { libraryPath, libraryVersion, PACKAGE_VERSION } = require('./src/lib');
 const { Store } = require('./src/store');
 const { Session } = require('./src/session');
 const { PlanMode } = require('./src/plan');
+const { Follower } = require('./src/follow');
 
 module.exports = {
   Store,
   Session,
   PlanMode,
+  Follower,
   Status: errors.Status,
   DshError: errors.DshError,
   InvalidArgumentError: errors.InvalidArgumentError,

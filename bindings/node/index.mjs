@@ -7,6 +7,7 @@ export const {
   Store,
   Session,
   PlanMode,
+  Follower,
   Status,
   DshError,
   InvalidArgumentError,

@@ -6,6 +6,7 @@
 //! (legacy conversion, unknown-type refusal, message shapes, surface rules,
 //! closers) on top of what a backend returns.
 
+pub mod catalog;
 pub mod dirs;
 pub mod jsonl;
 pub mod limits;
@@ -294,6 +295,44 @@ pub trait Backend: Send + Sync {
         Err(crate::error::Error::Unsupported(
             "this backend cannot salvage sessions".into(),
         ))
+    }
+
+    /// Catalog read (see [`catalog`]): the events `spec` asks for, the
+    /// event count and the stored size, without reading the whole log where
+    /// the backend can avoid it. Lock-free; an incomplete last write is not
+    /// there yet. `None` when not stored.
+    fn read_window(
+        &self,
+        id: &str,
+        spec: &catalog::WindowSpec<'_>,
+    ) -> Result<Option<catalog::Window>> {
+        Ok(self.read(id)?.map(|log| catalog::window_of_log(log, spec)))
+    }
+
+    /// Catalog read: the complete events after `cursor` (advancing it),
+    /// without reading the whole log again where the backend can avoid it.
+    /// `None` when not stored.
+    fn read_after(
+        &self,
+        id: &str,
+        cursor: &mut catalog::FollowCursor,
+    ) -> Result<Option<Vec<Event>>> {
+        Ok(self
+            .read_from(id, cursor.next_seq)?
+            .map(|s| catalog::suffix_after(s, cursor)))
+    }
+
+    /// Catalog: something to wait on for the next change of `id`'s log
+    /// (default: a poll interval).
+    fn change_waiter(&self, _id: &str) -> Result<Box<dyn catalog::ChangeWaiter>> {
+        Ok(Box::new(catalog::PollWaiter))
+    }
+
+    /// Catalog: the directory beside the store for caches the store can
+    /// rebuild (the search index), which the original never reads. `None`
+    /// when the store has no place on a file system.
+    fn cache_dir(&self) -> Option<std::path::PathBuf> {
+        None
     }
 
     /// Flushes and releases storage handles.

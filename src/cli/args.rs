@@ -136,13 +136,72 @@ pub struct BenchArgs {
     pub scale_events: Option<u64>,
 }
 
+/// `list`: sorting and filters of the rich listing (any of them, or
+/// `--long`, makes `list` show the summaries instead of the headers).
+#[derive(Args, Debug, Clone, Default)]
+pub struct ListArgs {
+    /// Summaries: updated time, events, turns, title, prompts, size.
+    #[arg(short, long)]
+    pub long: bool,
+    /// Print only the id of the most recently updated session.
+    #[arg(long)]
+    pub last: bool,
+    /// Sort by `updated` (default) or `created`, newest first.
+    #[arg(long, value_name = "KEY")]
+    pub sort: Option<String>,
+    /// Oldest first.
+    #[arg(long)]
+    pub ascending: bool,
+    /// Only sessions whose cwd is DIR.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// Only sessions updated since (ms since the epoch, or an age: 30m, 12h, 7d).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Only forks of session ID.
+    #[arg(long, value_name = "ID")]
+    pub parent: Option<String>,
+    /// At most N sessions.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+}
+
+/// `search`: full-text search over message text.
+#[derive(Args, Debug, Clone)]
+pub struct SearchArgs {
+    /// The text to look for (case-insensitive for ASCII letters).
+    pub text: String,
+    /// At most N hits (default 100).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Only sessions whose cwd is DIR.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// Keep the search index in DIR (default: the store's .dsh-persist-cache; PostgreSQL: none).
+    #[arg(long = "cache-dir", value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// `export`: a transcript as Markdown or HTML.
+#[derive(Args, Debug, Clone)]
+pub struct ExportArgs {
+    /// The session id.
+    pub id: String,
+    /// md or html.
+    #[arg(long, value_name = "FORMAT", default_value = "md")]
+    pub format: String,
+    /// Write to FILE instead of standard output.
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub out: Option<PathBuf>,
+}
+
 /// `completions`' shells.
 pub use clap_complete::Shell;
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// List the stored sessions (id, created, cwd, parent, seed length).
-    List,
+    List(ListArgs),
     /// List the stored sessions with their revision tokens.
     Snapshots,
     /// Load a session: commits its crash repair (torn tail, closers) and
@@ -234,6 +293,21 @@ pub enum Command {
         id: Option<String>,
     },
     /// Run the benchmark of SPEC §10 (use a release build).
+    /// Full-text search over user, assistant and tool-result text of every session.
+    Search(SearchArgs),
+    /// Print new events of a session as JSON lines as they are appended (Ctrl-C ends).
+    Follow {
+        /// The session id.
+        id: String,
+        /// Start at this seq (default: only events appended from now on).
+        #[arg(long, value_name = "SEQ")]
+        from: Option<u64>,
+        /// Stop after N events.
+        #[arg(long = "exit-after", value_name = "N", hide = true)]
+        exit_after: Option<u64>,
+    },
+    /// Export a transcript to Markdown or self-contained HTML.
+    Export(ExportArgs),
     Bench(BenchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {

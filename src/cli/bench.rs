@@ -150,7 +150,7 @@ pub(super) enum Kind {
 /// `…/postgres-small`).
 fn bench_schema(dir: &Path) -> String {
     let name = dir.to_string_lossy();
-    let area = ["small", "writers"]
+    let area = ["small", "writers", "catalog"]
         .into_iter()
         .find(|a| name.ends_with(&format!("-{a}")))
         .unwrap_or("main");
@@ -641,6 +641,22 @@ fn measure(
             num(round(open_list_best, 3)),
         ));
     }
+    // catalog reads (issue 19): rich list and search over many sessions
+    if kind != Kind::Live && small > 0 {
+        let cdir = out_dir.join(format!("{}-catalog", kind.name()));
+        make_dir(&cdir)?;
+        let (cjson, cfig) = super::bench_catalog::measure(
+            &|d| kind.config(d),
+            kind.name(),
+            &w.events,
+            small,
+            &cdir,
+            RUNS,
+            progress,
+        )?;
+        figures.extend(cfig);
+        json.push_str(&format!(",\"catalog\":{cjson}"));
+    }
     json.push('}');
     Ok(Measured { json, figures })
 }
@@ -779,7 +795,7 @@ struct Metric {
     label: &'static str,
 }
 
-const METRICS: [Metric; 10] = [
+const METRICS: [Metric; 13] = [
     Metric {
         ours: "append.events_per_sec",
         original: &["append", "eventsPerSec"],
@@ -839,6 +855,24 @@ const METRICS: [Metric; 10] = [
         original: &[],
         higher_is_better: true,
         label: "8 writers append events/s",
+    },
+    Metric {
+        ours: "catalog.rich_list_best_ms",
+        original: &[],
+        higher_is_better: false,
+        label: "rich list(N x 1000 ev) ms",
+    },
+    Metric {
+        ours: "catalog.search_index_ms",
+        original: &[],
+        higher_is_better: false,
+        label: "search, building index ms",
+    },
+    Metric {
+        ours: "catalog.search_best_ms",
+        original: &[],
+        higher_is_better: false,
+        label: "search(N x 1000 ev) ms",
     },
 ];
 
@@ -1048,10 +1082,15 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
     let postgres_note = match postgres_url() {
         Some(_) => {
             kinds.push(Kind::Postgres);
-            let dirs = ["postgres", "postgres-small", "postgres-writers"]
-                .iter()
-                .map(|d| scratch.path.join(d))
-                .collect();
+            let dirs = [
+                "postgres",
+                "postgres-small",
+                "postgres-writers",
+                "postgres-catalog",
+            ]
+            .iter()
+            .map(|d| scratch.path.join(d))
+            .collect();
             _pg_scratch = Some(PostgresScratch(dirs));
             None
         }

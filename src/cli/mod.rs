@@ -10,6 +10,8 @@
 mod args;
 mod bench;
 mod bench_scale;
+mod bench_catalog;
+mod catalog;
 mod convert;
 mod docs;
 mod manage;
@@ -114,8 +116,33 @@ fn run(cli: Cli) -> Result<Outcome, Error> {
         )));
     }
     match cli.command {
-        Command::List => with_store(&store, "list", "listing the sessions".into(), |s| {
+        Command::List(args) if catalog::wants_rich(&args) => {
+            with_store(&store, "list", "listing the sessions".into(), |s| {
+                catalog::list(s, &args, json)
+            })
+        }
+        Command::List(_) => with_store(&store, "list", "listing the sessions".into(), |s| {
             read::list(s, json)
+        }),
+        // No spinner: search draws its own bar, follow runs until Ctrl-C.
+        Command::Search(args) => {
+            let s = stores::open_existing(&store)?;
+            let r = catalog::search(&s, &args, json);
+            let closed = s.close();
+            let out = r?;
+            closed?;
+            Ok(out)
+        }
+        Command::Follow {
+            id,
+            from,
+            exit_after,
+        } => {
+            let s = stores::open_existing(&store)?;
+            catalog::follow(&s, &id, from, exit_after)
+        }
+        Command::Export(args) => with_store(&store, "export", reading(&args.id), |s| {
+            catalog::export(s, &args)
         }),
         Command::Snapshots => with_store(&store, "snapshots", "listing the sessions".into(), |s| {
             read::snapshots(s, json)

@@ -40,6 +40,7 @@ pub(crate) enum Kind {
     Store,
     Session,
     Plan,
+    Follow,
 }
 
 impl Kind {
@@ -48,6 +49,7 @@ impl Kind {
             Kind::Store => "dsh_store",
             Kind::Session => "dsh_session",
             Kind::Plan => "dsh_plan",
+            Kind::Follow => "dsh_follow",
         }
     }
 }

@@ -11,6 +11,7 @@
 
 mod args;
 mod boundary;
+pub mod catalog;
 mod handles;
 pub mod manage;
 pub mod plan;
@@ -19,6 +20,7 @@ pub mod status;
 pub mod store;
 pub mod strings;
 
+pub use catalog::dsh_follow;
 pub use plan::dsh_plan;
 pub use session::dsh_session;
 pub use status::dsh_status;
@@ -30,6 +32,7 @@ const _: () = {
     assert_send_sync::<dsh_store>();
     assert_send_sync::<dsh_session>();
     assert_send_sync::<dsh_plan>();
+    assert_send_sync::<dsh_follow>();
 };
 
 #[cfg(test)]

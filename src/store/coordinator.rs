@@ -792,6 +792,16 @@ impl Store {
         Ok(raw)
     }
 
+    /// Flushes the live session `id` of this store, if any (catalog reads
+    /// see what the backend holds).
+    pub fn flush_live(&self, id: &str) -> Result<()> {
+        self.shared.check_open()?;
+        if let Some(live) = self.shared.live(id) {
+            live.flush()?;
+        }
+        Ok(())
+    }
+
     /// Headers of the materialized sessions.
     pub fn list(&self) -> Result<Vec<SessionHeader>> {
         self.shared.check_open()?;

@@ -85,6 +85,7 @@ koffi.alias('dsh_status', 'int');
 koffi.opaque('dsh_store');
 koffi.opaque('dsh_session');
 koffi.opaque('dsh_plan');
+koffi.opaque('dsh_follow');
 
 // Borrowed strings (dsh_version, dsh_last_error*) are plain `const char *`.
 const dsh_free = lib.func('void dsh_free(void *s)');
@@ -116,6 +117,13 @@ const PROTOTYPES = [
   'dsh_status dsh_store_prune(dsh_store *store, const char *options_json, _Out_ dsh_owned_str *out_json)',
   'dsh_status dsh_store_salvage(dsh_store *store, const char *id, const char *new_id, _Out_ dsh_owned_str *out_json)',
   'dsh_status dsh_store_import(dsh_store *store, const char *new_id, const char *jsonl, _Out_ dsh_owned_str *out_json)',
+  // catalog reads
+  'dsh_status dsh_store_list_summaries(dsh_store *store, const char *query_json, _Out_ dsh_owned_str *out_json)',
+  'dsh_status dsh_store_search(dsh_store *store, const char *query_json, _Out_ dsh_owned_str *out_json)',
+  'dsh_status dsh_store_export(dsh_store *store, const char *id, const char *format, _Out_ dsh_owned_str *out_text)',
+  'dsh_status dsh_follow_open(dsh_store *store, const char *id, int64_t from_seq, _Out_ dsh_follow **out)',
+  'dsh_status dsh_follow_next(dsh_follow *follow, uint32_t timeout_ms, _Out_ dsh_owned_str *out_json)',
+  'dsh_status dsh_follow_close(dsh_follow *follow)',
   // live sessions
   'dsh_status dsh_session_start(dsh_store *store, const char *header_json, _Out_ dsh_session **out)',
   'dsh_status dsh_session_resume(dsh_store *store, const char *id, _Out_ dsh_session **out)',

@@ -6,6 +6,7 @@ const { Handle } = require('./handle');
 const { InvalidArgumentError, Status } = require('./errors');
 const args = require('./args');
 const { Session } = require('./session');
+const { Follower } = require('./follow');
 
 /**
  * A store: a backend plus the coordinator around it. Open with
@@ -152,6 +153,44 @@ class Store extends Handle {
   /** Imports a JSONL text of events (optionally after a header line) into `newId`: all or nothing. */
   importJsonl(newId, jsonl) {
     return JSON.parse(this.importJsonlRaw(newId, jsonl));
+  }
+
+  listSummariesRaw(query = null) {
+    const raw = query === null || query === undefined ? null : args.jsonArg(query, 'query', { array: false });
+    return callRequiredText(fns.dsh_store_list_summaries, this._ptr(), raw);
+  }
+
+  /**
+   * The rich listing (updated time, event and turn counts, title, first and
+   * last prompt, open turn, bytes), reading only a window of each log.
+   * `query`: `{sort?: "updated"|"created", ascending?, cwd?, updatedSince?, parent?, limit?}`.
+   */
+  listSummaries(query = null) {
+    return JSON.parse(this.listSummariesRaw(query));
+  }
+
+  /** The id of the most recently updated session, or null. */
+  lastUpdated() {
+    const rows = this.listSummaries({ limit: 1 });
+    return rows.length ? rows[0].id : null;
+  }
+
+  /** Full-text search: `query` is the text or `{text, limit?, cwd?, cacheDir?}`. */
+  search(query) {
+    const raw = typeof query === 'string' ? JSON.stringify(query) : args.jsonArg(query, 'query', { array: false });
+    return JSON.parse(callRequiredText(fns.dsh_store_search, this._ptr(), raw));
+  }
+
+  /** The transcript as Markdown (`"md"`) or self-contained HTML (`"html"`). */
+  export(id, format = 'md') {
+    return callRequiredText(fns.dsh_store_export, this._ptr(), args.text(id, 'id'), args.text(format, 'format'));
+  }
+
+  /** A follower of `id` from `fromSeq` on (omitted: only events appended from now on). */
+  follow(id, fromSeq = null) {
+    const sid = args.text(id, 'id');
+    const from = fromSeq === null || fromSeq === undefined ? -1 : Number(args.uint64(fromSeq, 'fromSeq'));
+    return new Follower(callHandle(fns.dsh_follow_open, this._ptr(), sid, from));
   }
 
   /** Starts a new live session. */

@@ -31,6 +31,7 @@ from ._errors import (
     UnsupportedError,
 )
 from ._lib import __version__, library_path, library_version
+from .follow import Follower
 from .plan import PlanMode
 from .session import Session
 from .store import Store
@@ -39,6 +40,7 @@ __all__ = [
     "Store",
     "Session",
     "PlanMode",
+    "Follower",
     "DshError",
     "InvalidArgumentError",
     "NotFoundError",

@@ -28,7 +28,7 @@ import ctypes
 import json
 import os
 import sys
-from ctypes import POINTER, c_bool, c_char_p, c_int, c_int64, c_uint64, c_void_p
+from ctypes import POINTER, c_bool, c_char_p, c_int, c_int64, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -51,9 +51,14 @@ class dsh_plan(ctypes.Structure):
     """Opaque ``dsh_plan`` (used only through ``POINTER``)."""
 
 
+class dsh_follow(ctypes.Structure):
+    """Opaque ``dsh_follow`` (used only through ``POINTER``)."""
+
+
 store_p = POINTER(dsh_store)
 session_p = POINTER(dsh_session)
 plan_p = POINTER(dsh_plan)
+follow_p = POINTER(dsh_follow)
 # An owned `char **out`: kept as a raw address so it can be handed to dsh_free.
 out_str = POINTER(c_void_p)
 
@@ -83,6 +88,13 @@ DECLARATIONS: List[Tuple[str, Any, Sequence[Any]]] = [
     ("dsh_store_prune", STATUS, [store_p, c_char_p, out_str]),
     ("dsh_store_salvage", STATUS, [store_p, c_char_p, c_char_p, out_str]),
     ("dsh_store_import", STATUS, [store_p, c_char_p, c_char_p, out_str]),
+    # catalog reads
+    ("dsh_store_list_summaries", STATUS, [store_p, c_char_p, out_str]),
+    ("dsh_store_search", STATUS, [store_p, c_char_p, out_str]),
+    ("dsh_store_export", STATUS, [store_p, c_char_p, c_char_p, out_str]),
+    ("dsh_follow_open", STATUS, [store_p, c_char_p, c_int64, POINTER(follow_p)]),
+    ("dsh_follow_next", STATUS, [follow_p, c_uint32, out_str]),
+    ("dsh_follow_close", STATUS, [follow_p]),
     # live sessions
     ("dsh_session_start", STATUS, [store_p, c_char_p, POINTER(session_p)]),
     ("dsh_session_resume", STATUS, [store_p, c_char_p, POINTER(session_p)]),

@@ -12,6 +12,7 @@ from ._lib import (
     HEADER_PATH_KEYS,
     call_owned_text,
     check_uint,
+    dumps,
     encode_json,
     encode_text,
     lib,
@@ -223,6 +224,47 @@ class Store(Handle):
         after a session header line) into the new session ``new_id``, checked
         like one append: all or nothing. Returns ``{"id", "events", "hadHeader"}``."""
         return loads(self.import_jsonl_raw(new_id, jsonl))
+
+    # -- catalog reads -------------------------------------------------------
+
+    def list_summaries(self, query: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+        """The rich listing: per session ``updatedAt``, ``eventCount``,
+        ``turnCount``, ``title``, ``firstPrompt``, ``lastPrompt``, ``openTurn``,
+        ``bytes`` (and ``meta``), reading only a window of each log. ``query``:
+        ``{"sort": "updated"|"created", "ascending", "cwd", "updatedSince",
+        "parent", "limit"}``."""
+        raw = None if query is None else encode_json(query, "query", (dict,))
+        return loads(self._text(lib.dsh_store_list_summaries, raw))
+
+    def last_updated(self) -> Optional[str]:
+        """The id of the most recently updated session, or ``None``."""
+        rows = self.list_summaries({"limit": 1})
+        return rows[0]["id"] if rows else None
+
+    def search(self, query: Union[str, Dict[str, Any]]) -> Dict[str, Any]:
+        """Full-text search over message text: ``query`` is the text or
+        ``{"text", "limit", "cwd", "cacheDir"}``; returns ``{"hits": [{"id",
+        "seq", "role", "snippet"}], "sessions", "indexed", "truncated", "skipped"}``."""
+        raw = encode_text(dumps(query), "query") if isinstance(query, str) else encode_json(query, "query", (dict,))
+        return loads(self._text(lib.dsh_store_search, raw))
+
+    def export(self, session_id: str, format: str = "md") -> str:
+        """The transcript as Markdown (``"md"``) or self-contained HTML (``"html"``)."""
+        return self._text(
+            lib.dsh_store_export, encode_text(session_id, "session_id"), encode_text(format, "format")
+        )
+
+    def follow(self, session_id: str, from_seq: Optional[int] = None) -> "Follower":
+        """A :class:`Follower` of ``session_id`` from ``from_seq`` on (``None``:
+        only events appended from now on)."""
+        from .follow import Follower
+
+        sid = encode_text(session_id, "session_id")
+        start = -1 if from_seq is None else check_uint(from_seq, "from_seq")
+        out = _lib.follow_p()
+        with self._use() as ptr:
+            lib.dsh_follow_open(ptr, sid, start, ctypes.byref(out))
+        return Follower(out)
 
     # -- live sessions -------------------------------------------------------
 

@@ -29,6 +29,9 @@ C_TO_CTYPES = {
     "dsh_session **": ctypes.POINTER(_lib.session_p),
     "dsh_plan *": _lib.plan_p,
     "dsh_plan **": ctypes.POINTER(_lib.plan_p),
+    "uint32_t": ctypes.c_uint32,
+    "dsh_follow *": _lib.follow_p,
+    "dsh_follow **": ctypes.POINTER(_lib.follow_p),
 }
 C_RETURN = {"dsh_status": _lib.STATUS, "void": None, "const char *": ctypes.c_char_p}
 

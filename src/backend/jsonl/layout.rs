@@ -220,7 +220,7 @@ pub(crate) fn session_file(dir: &Path, compression: Compression) -> Result<Optio
 }
 
 /// The project directories of a root (every subdirectory but the writer
-/// lock directory, which holds no session).
+/// lock directory and the catalog's cache directory, which hold no session).
 pub(crate) fn project_dirs(root: &Path) -> Result<Vec<String>> {
     Ok(read_dir_entries(root)?
         .into_iter()
@@ -228,6 +228,7 @@ pub(crate) fn project_dirs(root: &Path) -> Result<Vec<String>> {
             *is_dir
                 && name != crate::backend::writer_lock::LOCK_DIR_NAME
                 && name != super::delete::TRASH_DIR_NAME
+                && name != crate::backend::catalog::CACHE_DIR_NAME
         })
         .map(|(n, _, _)| n)
         .collect())

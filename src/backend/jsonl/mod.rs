@@ -24,6 +24,7 @@ pub mod reader;
 pub mod revision;
 pub mod salvage;
 pub mod scan;
+pub mod window;
 pub mod writer;
 
 use std::collections::HashMap;
@@ -655,6 +656,32 @@ fn check_batch(events: &[Event]) -> Result<()> {
 }
 
 impl Backend for JsonlBackend {
+    fn read_window(
+        &self,
+        id: &str,
+        spec: &super::catalog::WindowSpec<'_>,
+    ) -> Result<Option<super::catalog::Window>> {
+        match self.find_file(id)? {
+            Some(path) => self.window_of(&path, spec).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn read_after(
+        &self,
+        id: &str,
+        cursor: &mut super::catalog::FollowCursor,
+    ) -> Result<Option<Vec<Event>>> {
+        match self.find_file(id)? {
+            Some(path) => self.read_after_at(&path, cursor).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn cache_dir(&self) -> Option<PathBuf> {
+        Some(self.root.join(super::catalog::CACHE_DIR_NAME))
+    }
+
     fn kind(&self) -> BackendKind {
         BackendKind::Jsonl
     }

@@ -39,6 +39,7 @@ use super::layout::{
 use super::reader::{
     frame_failed, header_frame_not_one_line, no_header, parse_header_line, zstd_corrupt,
 };
+use crate::backend::catalog::CACHE_DIR_NAME;
 use crate::backend::scan::{Finding, FindingKind, ScannedSession, StoreScan};
 use crate::backend::writer_lock::LOCK_DIR_NAME;
 use crate::error::{Error, Result};
@@ -150,7 +151,13 @@ fn is_store_file(name: &str) -> bool {
 /// Directories the store itself keeps at the root: the writer locks,
 /// [`LOCK_DIR_NAME`] (see [`crate::backend::writer_lock`]), which holds
 /// only lock files (`<escaped id>@lock`, see [`is_lock_file_name`]).
-const STORE_DIRS: &[&str] = &[LOCK_DIR_NAME];
+const STORE_DIRS: &[&str] = &[LOCK_DIR_NAME, CACHE_DIR_NAME];
+
+/// The catalog's cache directory (the search index, which the store can
+/// rebuild; see [`crate::backend::catalog`]): its contents are the store's.
+fn is_cache_dir(name: &str) -> bool {
+    name == CACHE_DIR_NAME
+}
 
 fn is_store_dir(name: &str) -> bool {
     STORE_DIRS.contains(&name)
@@ -348,6 +355,7 @@ impl JsonlBackend {
         let mut headers: Vec<(String, usize)> = Vec::new();
         for entry in entries(self.root())? {
             match entry.kind {
+                EntryKind::Dir if entry.name.to_str().is_some_and(is_cache_dir) => {}
                 EntryKind::Dir if entry.name.to_str().is_some_and(is_store_dir) => {
                     scan_lock_dir(&entry.path, &mut scan)
                 }

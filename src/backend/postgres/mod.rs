@@ -30,6 +30,7 @@ pub mod reader;
 pub mod scan;
 pub mod schema;
 pub mod tls;
+pub mod window;
 pub mod writer;
 
 use std::collections::HashSet;
@@ -289,6 +290,40 @@ impl PostgresBackend {
 }
 
 impl Backend for PostgresBackend {
+    fn read_window(
+        &self,
+        id: &str,
+        spec: &crate::backend::catalog::WindowSpec<'_>,
+    ) -> Result<Option<crate::backend::catalog::Window>> {
+        let fetched = self.run(
+            &|| format!("cannot read the window of session {}", quote(id)),
+            |c, _| window::fetch(c, id, spec),
+        )?;
+        let Some(mut fetched) = fetched else {
+            return Ok(None);
+        };
+        let header = fetched.session.header.clone();
+        let rev = self.token(&fetched.session.incarnation, fetched.session.revision);
+        match crate::backend::rows::window::assemble(header, rev, spec, &mut fetched)? {
+            Some(w) => Ok(Some(w)),
+            // A row that does not decode: the full read's rules decide.
+            None => Ok(self
+                .read(id)?
+                .map(|log| crate::backend::catalog::window_of_log(log, spec))),
+        }
+    }
+
+    /// `LISTEN` on [`Self::notify_channel`] (polling when no dedicated
+    /// connection can be had).
+    fn change_waiter(&self, _id: &str) -> Result<Box<dyn crate::backend::catalog::ChangeWaiter>> {
+        let client = self.connect_dedicated().ok().and_then(|mut c| {
+            c.batch_execute(&format!("LISTEN {}", schema::quote_ident(&self.channel)))
+                .ok()
+                .map(|()| c)
+        });
+        Ok(Box::new(window::NotifyWaiter { client }))
+    }
+
     fn kind(&self) -> BackendKind {
         BackendKind::Postgres
     }

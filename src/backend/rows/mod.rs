@@ -24,6 +24,7 @@ pub mod checks;
 pub mod intact_prefix;
 pub mod scan;
 pub mod varint;
+pub mod window;
 
 use crate::backend::limits::{Budget, Limits};
 use crate::codec::chunk_rows::{PackedRow, Record};

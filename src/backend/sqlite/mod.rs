@@ -22,6 +22,7 @@ pub mod reader;
 pub mod rows;
 pub mod scan;
 pub mod schema;
+pub mod window;
 pub mod writer;
 
 /// The `source_event_seqs` codec, shared with the other row store.
@@ -225,6 +226,35 @@ fn file_identity(path: &Path) -> Result<String> {
 }
 
 impl Backend for SqliteBackend {
+    fn read_window(
+        &self,
+        id: &str,
+        spec: &crate::backend::catalog::WindowSpec<'_>,
+    ) -> Result<Option<crate::backend::catalog::Window>> {
+        let quick = self
+            .db
+            .read(|c, ident| {
+                window::read_window(c, &self.label, id, spec, &self.limits, &|inc, rev| {
+                    token(ident, inc, rev)
+                })
+            })?
+            .flatten();
+        match quick {
+            None => Ok(None),
+            Some(Some(w)) => Ok(Some(w)),
+            Some(None) => Ok(self
+                .read(id)?
+                .map(|log| crate::backend::catalog::window_of_log(log, spec))),
+        }
+    }
+
+    fn cache_dir(&self) -> Option<PathBuf> {
+        let base = lock_base(self.db.path()?, &self.label).ok()?;
+        let mut dir = base.into_os_string();
+        dir.push(crate::backend::catalog::CACHE_DIR_NAME);
+        Some(PathBuf::from(dir))
+    }
+
     fn kind(&self) -> BackendKind {
         BackendKind::Sqlite
     }

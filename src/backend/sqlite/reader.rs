@@ -287,7 +287,7 @@ impl<'a> FetchBounds<'a> {
     }
 }
 
-fn select_rows(
+pub(super) fn select_rows(
     conn: &Connection,
     label: &str,
     sql: &str,
@@ -366,7 +366,7 @@ pub fn fetch_suffix(
 /// Opens a read transaction and reads the session row of `id` in it,
 /// refusing a stored version this build does not read. `None` when the
 /// session is not stored.
-fn begin_read<'c>(
+pub(super) fn begin_read<'c>(
     conn: &'c mut Connection,
     label: &str,
     id: &str,

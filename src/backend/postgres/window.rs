@@ -1,0 +1,118 @@
+//! The catalog reads of a PostgreSQL session: the window from indexed rows
+//! (see [`crate::backend::rows::window`]), fetched in one read-only
+//! repeatable-read transaction, and the follower's wait on the
+//! `<schema>.batches` notifications the writer already sends.
+
+use std::time::Duration;
+
+use super::reader::{SESSION_SQL, session, stored_row};
+use super::{Conn, Fail};
+use crate::backend::catalog::{ChangeWaiter, POLL_INTERVAL, WindowSpec};
+use crate::backend::rows::StoredRow;
+use crate::backend::rows::window::WindowRows;
+use crate::backend::sqlite::reader::SessionRow;
+use crate::error::Result;
+
+const LAST_SQL: &str = "SELECT seq, type, time, data, data_zstd, source_event_seqs, surface_op, ignorable FROM events WHERE session_id = $1 ORDER BY seq DESC LIMIT 1";
+const FIRST_OF_SQL: &str = "SELECT seq, type, time, data, data_zstd, source_event_seqs, surface_op, ignorable FROM events WHERE session_id = $1 AND type = $2 ORDER BY seq ASC LIMIT 1";
+const LAST_OF_SQL: &str = "SELECT seq, type, time, data, data_zstd, source_event_seqs, surface_op, ignorable FROM events WHERE session_id = $1 AND type = $2 ORDER BY seq DESC LIMIT 1";
+const BYTES_SQL: &str = "SELECT coalesce(sum(octet_length(type) + coalesce(octet_length(data), 0) + coalesce(octet_length(data_zstd), 0) + coalesce(octet_length(source_event_seqs), 0) + coalesce(octet_length(surface_op), 0) + 16), 0)::bigint FROM events WHERE session_id = $1";
+
+/// The rows of one window, fetched.
+pub struct Fetched {
+    pub session: SessionRow,
+    last: Option<StoredRow>,
+    typed: Vec<(String, bool, Option<StoredRow>)>,
+    bytes: i64,
+}
+
+/// Fetches what the window of `id` needs. `None` when not stored.
+pub fn fetch(
+    conn: &mut Conn,
+    id: &str,
+    spec: &WindowSpec<'_>,
+) -> std::result::Result<Option<Fetched>, Fail> {
+    let session_stmt = conn.prep(SESSION_SQL)?;
+    let last_stmt = conn.prep(LAST_SQL)?;
+    let first_of = conn.prep(FIRST_OF_SQL)?;
+    let last_of = conn.prep(LAST_OF_SQL)?;
+    let bytes_stmt = conn.prep(BYTES_SQL)?;
+    let mut tx = conn
+        .client
+        .build_transaction()
+        .isolation_level(postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()?;
+    let Some(session) = session(&mut tx, &session_stmt, id)? else {
+        tx.commit()?;
+        return Ok(None);
+    };
+    let last = tx
+        .query_opt(&last_stmt, &[&id])?
+        .map(|r| stored_row(&r))
+        .transpose()?;
+    let mut typed = Vec::new();
+    for (types, first) in [(spec.first_of, true), (spec.last_of, false)] {
+        for t in types {
+            let stmt = if first { &first_of } else { &last_of };
+            let row = tx
+                .query_opt(stmt, &[&id, t])?
+                .map(|r| stored_row(&r))
+                .transpose()?;
+            typed.push((t.to_string(), first, row));
+        }
+    }
+    let bytes: i64 = tx.query_one(&bytes_stmt, &[&id])?.get(0);
+    tx.commit()?;
+    Ok(Some(Fetched {
+        session,
+        last,
+        typed,
+        bytes,
+    }))
+}
+
+impl WindowRows for Fetched {
+    fn last_row(&mut self) -> Result<Option<StoredRow>> {
+        Ok(self.last.take())
+    }
+
+    fn row_of_type(&mut self, event_type: &str, first: bool) -> Result<Option<StoredRow>> {
+        Ok(self
+            .typed
+            .iter_mut()
+            .find(|(t, f, _)| t == event_type && *f == first)
+            .and_then(|(_, _, r)| r.take()))
+    }
+
+    fn stored_bytes(&mut self) -> Result<u64> {
+        Ok(self.bytes.max(0) as u64)
+    }
+}
+
+/// Waits on `LISTEN "<schema>.batches"` on a dedicated connection; when
+/// that connection cannot be had or breaks, polls instead.
+pub struct NotifyWaiter {
+    pub client: Option<postgres::Client>,
+}
+
+impl ChangeWaiter for NotifyWaiter {
+    fn wait(&mut self, timeout: Duration) -> Result<()> {
+        let Some(client) = self.client.as_mut() else {
+            std::thread::sleep(timeout.min(POLL_INTERVAL));
+            return Ok(());
+        };
+        // A notification, or the timeout (at most a second: the caller
+        // reads again after each return, so a change missed between its
+        // read and the LISTEN is seen within that second).
+        let broken = {
+            let mut n = client.notifications();
+            let mut iter = n.timeout_iter(timeout.min(Duration::from_secs(1)));
+            postgres::fallible_iterator::FallibleIterator::next(&mut iter).is_err()
+        };
+        if broken {
+            self.client = None;
+        }
+        Ok(())
+    }
+}

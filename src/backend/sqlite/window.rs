@@ -1,0 +1,93 @@
+//! The catalog window of a SQLite session (see
+//! [`crate::backend::rows::window`]): indexed rows in one read transaction.
+
+use rusqlite::{Connection, params};
+
+use super::reader::{begin_read, select_rows};
+use super::rows::{ROW_COLUMNS, StoredRow};
+use super::sql_error;
+use crate::backend::Revision;
+use crate::backend::catalog::{Window, WindowSpec};
+use crate::backend::limits::Limits;
+use crate::backend::rows::window::{WindowRows, assemble};
+use crate::error::Result;
+
+struct Rows<'a> {
+    conn: &'a Connection,
+    label: &'a str,
+    id: &'a str,
+    limits: &'a Limits,
+}
+
+impl WindowRows for Rows<'_> {
+    fn last_row(&mut self) -> Result<Option<StoredRow>> {
+        Ok(select_rows(
+            self.conn,
+            self.label,
+            &format!(
+                "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1"
+            ),
+            [self.id],
+            self.id,
+            self.limits,
+        )?
+        .pop())
+    }
+
+    fn row_of_type(&mut self, event_type: &str, first: bool) -> Result<Option<StoredRow>> {
+        let order = if first { "ASC" } else { "DESC" };
+        Ok(select_rows(
+            self.conn,
+            self.label,
+            &format!(
+                "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 AND type = ?2 ORDER BY seq {order} LIMIT 1"
+            ),
+            params![self.id, event_type],
+            self.id,
+            self.limits,
+        )?
+        .pop())
+    }
+
+    fn stored_bytes(&mut self) -> Result<u64> {
+        let n: i64 = self
+            .conn
+            .query_row(
+                "SELECT coalesce(sum(length(type) + length(data) + coalesce(length(source_event_seqs), 0) + coalesce(length(surface_op), 0) + 16), 0) FROM events WHERE session_id = ?1",
+                [self.id],
+                |r| r.get(0),
+            )
+            .map_err(|e| sql_error(self.label, "cannot size the rows of a session", e))?;
+        Ok(n.max(0) as u64)
+    }
+}
+
+/// The window of `id`, read on `conn`: `None` when not stored, `Some(None)`
+/// when a row does not decode (the caller reads the log whole).
+pub fn read_window(
+    conn: &mut Connection,
+    label: &str,
+    id: &str,
+    spec: &WindowSpec<'_>,
+    limits: &Limits,
+    revision: &dyn Fn(&str, i64) -> Revision,
+) -> Result<Option<Option<Window>>> {
+    let Some((tx, session)) = begin_read(conn, label, id)? else {
+        return Ok(None);
+    };
+    let rev = revision(&session.incarnation, session.revision);
+    let window = assemble(
+        session.header,
+        rev,
+        spec,
+        &mut Rows {
+            conn: &tx,
+            label,
+            id,
+            limits,
+        },
+    )?;
+    tx.finish()
+        .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
+    Ok(Some(window))
+}

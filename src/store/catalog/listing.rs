@@ -1,0 +1,146 @@
+//! The rich listing: [`Store::list_summaries`], sorted and filtered.
+
+use serde_json::Value;
+
+use super::summary::{SUMMARY_SPEC, SessionSummary};
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+/// What the listing sorts by (newest first unless `ascending`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SortKey {
+    #[default]
+    Updated,
+    Created,
+}
+
+/// Sorting and filters of a rich listing.
+#[derive(Clone, Debug, Default)]
+pub struct ListQuery {
+    pub sort: SortKey,
+    pub ascending: bool,
+    /// Only sessions whose header `cwd` is this.
+    pub cwd: Option<String>,
+    /// Only sessions updated at or after this time (ms since the epoch).
+    pub updated_since: Option<i64>,
+    /// Only forks of this session (header `parentSession`).
+    pub parent: Option<String>,
+    /// At most this many (after sorting).
+    pub limit: Option<usize>,
+}
+
+impl ListQuery {
+    /// `{sort?: "updated"|"created", ascending?, cwd?, updatedSince?,
+    /// parent?, limit?}`; `""`/`null` means the defaults.
+    pub fn from_json(text: &str) -> Result<ListQuery> {
+        let mut q = ListQuery::default();
+        if text.trim().is_empty() {
+            return Ok(q);
+        }
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| Error::invalid(format!("list query is not JSON: {e}")))?;
+        if v.is_null() {
+            return Ok(q);
+        }
+        let obj = v
+            .as_object()
+            .ok_or_else(|| Error::invalid("list query must be a JSON object"))?;
+        for (k, val) in obj {
+            let bad = || Error::invalid(format!("list query field {k} has a wrong type"));
+            match k.as_str() {
+                "sort" => {
+                    q.sort = match val.as_str() {
+                        Some("updated") => SortKey::Updated,
+                        Some("created") => SortKey::Created,
+                        _ => {
+                            return Err(Error::invalid(
+                                "list query sort must be \"updated\" or \"created\"",
+                            ));
+                        }
+                    }
+                }
+                "ascending" => q.ascending = val.as_bool().ok_or_else(bad)?,
+                "cwd" => q.cwd = Some(val.as_str().ok_or_else(bad)?.to_string()),
+                "parent" => q.parent = Some(val.as_str().ok_or_else(bad)?.to_string()),
+                "updatedSince" => q.updated_since = Some(val.as_i64().ok_or_else(bad)?),
+                "limit" => q.limit = Some(val.as_u64().ok_or_else(bad)? as usize),
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "list query has an unknown field {k}"
+                    )));
+                }
+            }
+        }
+        Ok(q)
+    }
+}
+
+impl Store {
+    /// The rich listing (see [`SessionSummary`]): per session a window of
+    /// its log only (JSONL: head and tail frames or lines; SQLite and
+    /// PostgreSQL: indexed rows), no lock, no repair. A live session of
+    /// this store is flushed first. Sessions that vanish meanwhile are left
+    /// out; one whose window cannot be read fails the listing with an error
+    /// naming it.
+    pub fn list_summaries(&self, query: &ListQuery) -> Result<Vec<SessionSummary>> {
+        let mut out = Vec::new();
+        for header in self.list()? {
+            if query
+                .cwd
+                .as_ref()
+                .is_some_and(|c| header.cwd.as_ref() != Some(c))
+            {
+                continue;
+            }
+            if query
+                .parent
+                .as_ref()
+                .is_some_and(|p| header.parent_session.as_ref() != Some(p))
+            {
+                continue;
+            }
+            if let Some(s) = self.summary(&header.id)? {
+                if query.updated_since.is_some_and(|t| s.updated_at < t) {
+                    continue;
+                }
+                out.push(s);
+            }
+        }
+        let key = |s: &SessionSummary| match query.sort {
+            SortKey::Updated => (s.updated_at, s.created_at),
+            SortKey::Created => (s.created_at, s.updated_at),
+        };
+        out.sort_by(|a, b| {
+            let o = key(a)
+                .cmp(&key(b))
+                .then_with(|| a.header.id.cmp(&b.header.id));
+            if query.ascending { o } else { o.reverse() }
+        });
+        if let Some(n) = query.limit {
+            out.truncate(n);
+        }
+        Ok(out)
+    }
+
+    /// The summary of one session; `None` when it is not stored.
+    pub fn summary(&self, id: &str) -> Result<Option<SessionSummary>> {
+        self.flush_live(id)?;
+        Ok(self
+            .backend()
+            .read_window(id, &SUMMARY_SPEC)?
+            .map(SessionSummary::from_window))
+    }
+
+    /// The id of the most recently updated session (`None`: no session).
+    pub fn last_updated(&self) -> Result<Option<String>> {
+        let q = ListQuery {
+            limit: Some(1),
+            ..ListQuery::default()
+        };
+        Ok(self
+            .list_summaries(&q)?
+            .into_iter()
+            .next()
+            .map(|s| s.header.id))
+    }
+}

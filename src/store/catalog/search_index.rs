@@ -1,0 +1,174 @@
+//! The search index: per session, the message texts of its log (seq, role,
+//! text), keyed by the log's revision token. It is a cache only: the store
+//! rebuilds an entry whenever the session's revision differs, and the
+//! original never reads it.
+//!
+//! Where it lives: in memory (per process, bounded), and on disk in the
+//! store's cache directory ([`crate::backend::Backend::cache_dir`]:
+//! `<root>/.dsh-persist-cache/search/` for JSONL,
+//! `<database>.dsh-persist-cache/search/` for a SQLite file; PostgreSQL and
+//! in-memory SQLite have none unless the caller names one). One file per
+//! session, named by a hash of its id; written to a temporary name and
+//! renamed, never fsynced (losing it costs a re-index).
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+
+use super::text::Role;
+use crate::backend::Revision;
+
+/// One piece of message text.
+#[derive(Clone, Debug)]
+pub struct Doc {
+    pub seq: u64,
+    pub role: Role,
+    pub text: String,
+    /// `text` with ASCII letters lowercased (byte positions unchanged).
+    pub folded: String,
+}
+
+impl Doc {
+    pub fn new(seq: u64, role: Role, text: String) -> Doc {
+        let folded = text.to_ascii_lowercase();
+        Doc {
+            seq,
+            role,
+            text,
+            folded,
+        }
+    }
+}
+
+/// The texts of one session at one revision.
+pub type Docs = Arc<Vec<Doc>>;
+
+const MAGIC: &[u8] = b"dsh-persist search index 1\n";
+
+/// The in-memory cache bound (text bytes).
+const MEMORY_BYTES: usize = 512 << 20;
+
+struct Memory {
+    entries: HashMap<Revision, Docs>,
+    bytes: usize,
+}
+
+static MEMORY: Lazy<Mutex<Memory>> = Lazy::new(|| {
+    Mutex::new(Memory {
+        entries: HashMap::new(),
+        bytes: 0,
+    })
+});
+
+fn docs_bytes(d: &[Doc]) -> usize {
+    d.iter().map(|d| d.text.len() * 2 + 32).sum()
+}
+
+/// The in-memory entry of `revision`. Revision tokens name one stored
+/// state of one session in one store, so they are the key.
+pub fn memory_get(revision: &Revision) -> Option<Docs> {
+    MEMORY.lock().entries.get(revision).cloned()
+}
+
+pub fn memory_put(revision: &Revision, docs: &Docs) {
+    let mut m = MEMORY.lock();
+    let n = docs_bytes(docs);
+    if m.bytes + n > MEMORY_BYTES {
+        m.entries.clear();
+        m.bytes = 0;
+    }
+    if m.entries.insert(revision.clone(), docs.clone()).is_none() {
+        m.bytes += n;
+    }
+}
+
+/// The index file of `id` under `dir` (`dir/search/<hash>.idx`).
+pub fn file_of(dir: &Path, id: &str) -> PathBuf {
+    // FNV-1a, 64 bits: a stable name; the id inside the file is checked.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    dir.join("search").join(format!("{h:016x}.idx"))
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+struct Input<'a>(&'a [u8]);
+
+impl<'a> Input<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Some(a)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn str(&mut self) -> Option<&'a str> {
+        let n = self.u32()? as usize;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+}
+
+/// Reads the index file of `id` when it holds `revision`.
+pub fn load(dir: &Path, id: &str, revision: &Revision) -> Option<Docs> {
+    let bytes = std::fs::read(file_of(dir, id)).ok()?;
+    let mut inp = Input(bytes.strip_prefix(MAGIC)?);
+    if inp.str()? != id || inp.str()? != revision.0 {
+        return None;
+    }
+    let n = inp.u64()? as usize;
+    let mut docs = Vec::with_capacity(n.min(1 << 20));
+    for _ in 0..n {
+        let seq = inp.u64()?;
+        let role = Role::from_code(*inp.take(1)?.first()?)?;
+        docs.push(Doc::new(seq, role, inp.str()?.to_string()));
+    }
+    Some(Arc::new(docs))
+}
+
+/// Writes the index file of `id` (best effort: a cache that cannot be
+/// written is rebuilt next time).
+pub fn save(dir: &Path, id: &str, revision: &Revision, docs: &[Doc]) {
+    let path = file_of(dir, id);
+    let Some(parent) = path.parent() else { return };
+    if std::fs::create_dir_all(parent).is_err() {
+        return;
+    }
+    let mut out = Vec::with_capacity(docs_bytes(docs) / 2 + 64);
+    out.extend_from_slice(MAGIC);
+    put_str(&mut out, id);
+    put_str(&mut out, &revision.0);
+    out.extend_from_slice(&(docs.len() as u64).to_le_bytes());
+    for d in docs {
+        out.extend_from_slice(&d.seq.to_le_bytes());
+        out.push(d.role.code());
+        put_str(&mut out, &d.text);
+    }
+    let tmp = parent.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("idx"),
+        std::process::id()
+    ));
+    let ok = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(&out))
+        .and_then(|()| std::fs::rename(&tmp, &path));
+    if ok.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}

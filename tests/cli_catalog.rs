@@ -1,0 +1,169 @@
+//! The catalog commands of `dsh-persist` on copies of the original's
+//! fixture stores: `list` (table, `--json --long`, `--last`, filters),
+//! `search`, `export` and `follow`, with their exit codes.
+
+mod cli_common;
+mod support;
+
+use cli_common::*;
+use serde_json::Value;
+
+const STORES: [&str; 3] = ["jsonl-zstd-packed", "jsonl-none-packed", "sqlite-corpus"];
+
+#[test]
+fn rich_list_agrees_with_full_reads() {
+    for case in STORES {
+        let store = FixtureStore::new(case);
+        let r = store.json("list", &["--long"]);
+        assert_eq!(r.code, 0, "{case}: {}", r.stderr);
+        let rows = r.json();
+        let rows = rows.as_array().unwrap();
+        let plain = store.json("list", &[]).json();
+        assert_eq!(rows.len(), plain.as_array().unwrap().len(), "{case}");
+        let mut checked = 0;
+        for row in rows {
+            let id = row["id"].as_str().unwrap();
+            let read = store.json("read-from", &[id, "0"]);
+            if read.code != 0 {
+                continue; // refused by the read rules; the listing still lists it
+            }
+            let events = read.json()["events"].as_array().unwrap().clone();
+            // A torn tail (a crash leftover) is not there yet for the
+            // listing; read-from returns the intact events. Known gap: the
+            // row stores' window does not see a seq gap before the last row
+            // (the fixtures' `torn-*` sessions of SQLite), so it may count
+            // rows a load cuts; JSONL falls back to a full read then.
+            if !case.starts_with("sqlite") {
+                assert!(
+                    row["eventCount"].as_u64().unwrap() <= events.len() as u64,
+                    "{case} {id}"
+                );
+            }
+            if row["eventCount"].as_u64().unwrap() == events.len() as u64 && !events.is_empty() {
+                assert_eq!(
+                    row["updatedAt"],
+                    events.last().unwrap()["time"],
+                    "{case} {id}"
+                );
+                let starts: Vec<&Value> = events
+                    .iter()
+                    .filter(|e| e["type"] == "turn/start")
+                    .collect();
+                let want_turns = starts
+                    .last()
+                    .map_or(0, |e| e["data"]["turn"].as_u64().unwrap());
+                assert_eq!(
+                    row["turnCount"].as_u64().unwrap(),
+                    want_turns,
+                    "{case} {id}"
+                );
+                let title = events
+                    .iter()
+                    .rev()
+                    .find(|e| e["type"] == "session/title")
+                    .map(|e| e["data"]["title"].clone())
+                    .unwrap_or(Value::Null);
+                assert_eq!(row["title"], title, "{case} {id}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 0, "{case}: no session compared");
+        // The most recently updated one, and the human table.
+        let last = run(["list", "--last"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(store.args()));
+        assert_eq!(last.code, 0, "{}", last.stderr);
+        assert_eq!(
+            last.stdout.trim(),
+            rows[0]["id"].as_str().unwrap(),
+            "{case}"
+        );
+        let table = run(["list".to_string(), "--long".to_string()]
+            .into_iter()
+            .chain(store.args()));
+        assert_eq!(table.code, 0);
+        assert!(table.stdout.starts_with("ID"), "{}", table.stdout);
+        assert!(table.stdout.contains("UPDATED"));
+        let none = store.json("list", &["--since", "4102444800000"]);
+        assert_eq!(none.json(), Value::Array(vec![]));
+        let bad = store.json("list", &["--sort", "size"]);
+        assert_eq!(bad.code, 2, "{}", bad.stderr);
+        assert_eq!(bad.error().0, "invalid_argument");
+    }
+}
+
+#[test]
+fn list_last_on_an_empty_store_is_not_found() {
+    let dir = support::TempDir::new("cli-catalog-empty");
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let r = run([
+        "--json",
+        "list",
+        "--last",
+        "--jsonl",
+        root.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.error().0, "not_found");
+}
+
+#[test]
+fn search_export_and_follow() {
+    for case in STORES {
+        let store = FixtureStore::new(case);
+        let r = store.json("search", &["plan"]);
+        assert_eq!(r.code, 0, "{case}: {}", r.stderr);
+        let found = r.json();
+        let hits = found["hits"].as_array().unwrap();
+        assert!(!hits.is_empty(), "{case}: {found}");
+        for h in hits {
+            assert!(
+                h["snippet"]
+                    .as_str()
+                    .unwrap()
+                    .to_ascii_lowercase()
+                    .contains("plan"),
+                "{h}"
+            );
+            assert!(["user", "assistant", "tool"].contains(&h["role"].as_str().unwrap()));
+        }
+        assert!(found["indexed"].as_u64().unwrap() > 0);
+        let again = store.json("search", &["plan"]).json();
+        assert_eq!(again["indexed"], 0, "{case}: the index cache is reused");
+        assert_eq!(again["hits"], found["hits"]);
+        let empty = store.json("search", &["no such text anywhere 0xdeadbeef"]);
+        assert_eq!(empty.json()["hits"], Value::Array(vec![]));
+
+        let id = hits[0]["id"].as_str().unwrap().to_string();
+        let tmp = support::TempDir::new("cli-catalog-export");
+        let out = tmp.path().join("t.html");
+        let e = store.json(
+            "export",
+            &[&id, "--format", "html", "--out", out.to_str().unwrap()],
+        );
+        assert_eq!(e.code, 0, "{case}: {}", e.stderr);
+        let html = std::fs::read_to_string(&out).unwrap();
+        assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+        let md = store.json("export", &[&id, "--format", "md"]);
+        assert_eq!(md.code, 0);
+        assert!(md.stdout.starts_with("# "), "{}", md.stdout);
+        assert_eq!(store.json("export", &["no-such-session"]).code, 3);
+        let bad = store.json("export", &[&id, "--format", "pdf"]);
+        assert_eq!(bad.code, 2, "{}", bad.stderr);
+
+        let f = store.json("follow", &[&id, "--from", "0", "--exit-after", "3"]);
+        assert_eq!(f.code, 0, "{case}: {}", f.stderr);
+        let lines: Vec<Value> = f
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3);
+        for (i, l) in lines.iter().enumerate() {
+            assert_eq!(l["seq"], i as u64);
+        }
+        assert_eq!(store.json("follow", &["no-such-session"]).code, 3);
+    }
+}
