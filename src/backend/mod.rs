@@ -83,6 +83,11 @@ pub struct StoredLog {
     /// torn zstd frame's decodable prefix): a crash leftover that `load`
     /// keeps, or a live writer's batch that is not there yet. 0 otherwise.
     pub recovered_events: usize,
+    /// The decoded bytes this read counted against `maxLogBytes` (JSONL:
+    /// the header line included; torn bytes may be included): what the
+    /// backend's writer starts its size count from, and so the live
+    /// session resumed from this log.
+    pub log_bytes: u64,
 }
 
 impl StoredLog {

@@ -420,7 +420,7 @@ impl Backend for PostgresBackend {
                 row_scan::read_pipelined(&ctx, |sink| reader::read_log(c, id, sink))
             },
         )?;
-        Ok(read.map(|(session, events, torn, _log_bytes)| StoredLog {
+        Ok(read.map(|(session, events, torn, log_bytes)| StoredLog {
             revision: self.token(&session.incarnation, session.revision),
             header: session.header,
             events,
@@ -430,6 +430,7 @@ impl Backend for PostgresBackend {
             }),
             raw_log: None,
             recovered_events: 0,
+            log_bytes,
         }))
     }
 
