@@ -106,10 +106,25 @@ struct LiveSink {
     header: SessionHeader,
     /// `None` until the first batch materializes the session.
     revision: Mutex<Option<Revision>>,
+    /// The session's writer lock (shared with [`LiveInner`]), verified
+    /// before each batch.
+    writer: Arc<Mutex<Option<WriterLock>>>,
 }
 
 impl BatchSink for LiveSink {
     fn write_batch(&self, batch: &[Event]) -> Result<()> {
+        // A lock that can be lost while held (PostgreSQL's, with its
+        // connection on a server restart) is verified first: without it
+        // another writer may hold the session, and nothing is written.
+        if let Some(lock) = self.writer.lock().as_ref() {
+            lock.check().map_err(|e| {
+                Error::io_msg(format!(
+                    "live session {} lost its writer lock, so its batch at seq {} was not written (another writer may hold the session now; abandon this session and resume it): {e}",
+                    json::quote(&self.header.id),
+                    batch.first().map_or(0, |e| e.seq)
+                ))
+            })?;
+        }
         let mut rev = self.revision.lock();
         let expect = match rev.as_ref() {
             None => Expect::New,
@@ -131,8 +146,8 @@ pub(crate) struct LiveInner {
     /// A close finished its drain: the id is released.
     closed: AtomicBool,
     /// The id's writer lock, held until the close succeeds (or the last
-    /// handle is dropped).
-    writer: Mutex<Option<WriterLock>>,
+    /// handle is dropped); shared with the batch writer, which verifies it.
+    writer: Arc<Mutex<Option<WriterLock>>>,
 }
 
 /// A session this process is writing. Cheap to clone (a handle); `Send +
@@ -169,10 +184,12 @@ impl LiveSession {
                 .limits()
                 .check_log_append(stored_bytes, &seed, &header.id)?
         };
+        let writer = Arc::new(Mutex::new(writer));
         let sink = LiveSink {
             backend: shared.backend.clone(),
             header: header.clone(),
             revision: Mutex::new(stored_revision),
+            writer: writer.clone(),
         };
         let ctrl = WriteController::new(
             Box::new(sink),
@@ -197,7 +214,7 @@ impl LiveSession {
                 ctrl,
                 closing: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
-                writer: Mutex::new(writer),
+                writer,
             }),
         };
         if !seed.is_empty() {
