@@ -741,3 +741,22 @@ fn a1_13_a_damaged_sqlite_events_row_fails_the_read_and_is_kept() {
         assert_eq!(rows, 4, "{sql}: the damaged row was deleted");
     }
 }
+
+/// A.3 (message only): creating an id that is stored is refused in the
+/// original's words, "session "s" already exists in this backend", on
+/// every backend, with our kind (`conflict`, code SESSION_ALREADY_EXISTS).
+#[test]
+fn a3_creating_a_stored_id_says_it_already_exists_in_this_backend() {
+    let dir = TempDir::new("a3-exists");
+    for (kind, store) in stores(dir.path()) {
+        store.create(header("s")).unwrap();
+        store.append("s", events(&format!("[{T1},{E1}]"))).unwrap();
+        let e = store.create(header("s")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Conflict, "{kind}: {e}");
+        assert!(
+            e.to_string()
+                .starts_with("session \"s\" already exists in this backend"),
+            "{kind}: {e}"
+        );
+    }
+}

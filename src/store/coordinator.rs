@@ -150,7 +150,7 @@ fn not_found(id: &str) -> Error {
 fn already_exists(id: &str) -> Error {
     Error::conflict_code(
         "SESSION_ALREADY_EXISTS",
-        format!("session {} already exists", quote(id)),
+        format!("session {} already exists in this backend", quote(id)),
     )
 }
 
