@@ -339,51 +339,162 @@ fn appends_a_reader_would_refuse_are_refused_up_front() {
     }
 }
 
-#[test]
-fn appends_stop_before_the_log_limit_and_what_was_acknowledged_loads() {
-    let dir = TempDir::new("write-log-limit");
-    let stores: Vec<(&str, Store)> = vec![
-        ("zstd", jsonl(&dir.path().join("z"), "zstd")),
-        ("none", jsonl(&dir.path().join("n"), "none")),
-        ("sqlite", sqlite(&dir.path().join("s.db"))),
+/// The stores of the log-limit tests: (kind, a function that opens it
+/// again). PostgreSQL when its test server is up.
+fn limit_stores(dir: &Path, schema: Option<&support::pg::Schema>) -> Vec<(String, String)> {
+    let mut v = vec![
+        (
+            "zstd".to_string(),
+            format!(
+                r#"{{"backend":"jsonl","root":{},"compression":"zstd",{LIMITS}}}"#,
+                serde_json::to_string(&dir.join("z")).unwrap()
+            ),
+        ),
+        (
+            "none".to_string(),
+            format!(
+                r#"{{"backend":"jsonl","root":{},"compression":"none",{LIMITS}}}"#,
+                serde_json::to_string(&dir.join("n")).unwrap()
+            ),
+        ),
+        (
+            "sqlite".to_string(),
+            format!(
+                r#"{{"backend":"sqlite","path":{},{LIMITS}}}"#,
+                serde_json::to_string(&dir.join("s.db")).unwrap()
+            ),
+        ),
     ];
+    if let Some(s) = schema {
+        v.push((
+            "postgres".to_string(),
+            format!(
+                r#"{{"backend":"postgres","url":{},"schema":"{}",{LIMITS}}}"#,
+                serde_json::to_string(&s.url).unwrap(),
+                s.name
+            ),
+        ));
+    }
+    v
+}
+
+/// The loaded events are the acknowledged ones, byte for byte (compared
+/// as JSON lines: the events are megabytes long).
+fn same_events(
+    loaded: &[dsh_persist::model::event::Event],
+    acked: &[dsh_persist::model::event::Event],
+    kind: &str,
+) {
+    assert_eq!(loaded.len(), acked.len(), "{kind}: event count");
+    for (a, b) in loaded.iter().zip(acked) {
+        let (a, b) = (a.to_json(), b.to_json());
+        assert!(
+            a == b,
+            "{kind}: {} != {}",
+            &a[..a.len().min(200)],
+            &b[..b.len().min(200)]
+        );
+    }
+}
+
+/// Appends turns of 1 MiB until an append is refused; returns the refusal
+/// (every acknowledged event is flushed without error first).
+fn fill_until_refused(live: &dsh_persist::store::LiveSession, kind: &str) -> dsh_persist::Error {
     let opts = AppendOptions {
         surface_op: Some(r#""append""#.to_string()),
         ..AppendOptions::default()
     };
-    for (kind, store) in &stores {
-        let live = store.start(SessionHeader::new("fill", 1)).unwrap();
-        let mut refused = None;
-        for turn in 1..=20u64 {
-            live.append(
-                "turn/start",
-                &format!(r#"{{"turn":{turn}}}"#),
-                &AppendOptions::default(),
-            )
-            .unwrap();
-            live.append("user/message", &big_message(MIB), &opts)
-                .unwrap();
+    let first_turn = live
+        .snapshot()
+        .iter()
+        .filter(|e| e.type_str() == "turn/start")
+        .count() as u64
+        + 1;
+    for turn in first_turn..first_turn + 20 {
+        live.append(
+            "turn/start",
+            &format!(r#"{{"turn":{turn}}}"#),
+            &AppendOptions::default(),
+        )
+        .unwrap();
+        if let Err(e) = live.append("user/message", &big_message(MIB), &opts) {
+            // The turn stays open: close it (small events still fit).
             live.append(
                 "turn/end",
                 &format!(r#"{{"turn":{turn},"reason":{{"kind":"completed"}}}}"#),
                 &AppendOptions::default(),
             )
             .unwrap();
-            if let Err(e) = live.flush() {
-                refused = Some(e);
-                break;
-            }
+            live.flush()
+                .unwrap_or_else(|f| panic!("{kind}: a flush of acknowledged events failed: {f}"));
+            return e;
         }
-        let e = refused.unwrap_or_else(|| panic!("{kind}: 20 MiB never refused"));
+        live.append(
+            "turn/end",
+            &format!(r#"{{"turn":{turn},"reason":{{"kind":"completed"}}}}"#),
+            &AppendOptions::default(),
+        )
+        .unwrap();
+    }
+    panic!("{kind}: 20 MiB never refused")
+}
+
+/// What a live session acknowledges its write-behind writer accepts: an
+/// append that would bring the log past `maxLogBytes` (less the repair
+/// room) is refused at `append`, naming the session, the seq and the limit;
+/// every acknowledged event is written and loads back; after a resume (the
+/// count starts from the stored log) the same holds.
+#[test]
+fn live_appends_are_refused_at_append_before_the_log_limit() {
+    let dir = TempDir::new("write-log-limit");
+    let schema = support::pg::url("live_appends_are_refused_at_append_before_the_log_limit")
+        .map(|u| support::pg::Schema::new(&u, "loglimit"));
+    for (kind, config) in limit_stores(dir.path(), schema.as_ref()) {
+        let kind = kind.as_str();
+        let store = Store::open_json(&config).unwrap();
+        let live = store.start(SessionHeader::new("fill", 1)).unwrap();
+        let e = fill_until_refused(&live, kind);
+        let seq = live.len() - 1; // the refused event's seq was taken by turn/end
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{kind}: {e}");
+        for want in [
+            "maxLogBytes 8388608",
+            "session \"fill\"",
+            &format!("at seq {seq}"),
+        ] {
+            assert!(e.to_string().contains(want), "{kind}: {want:?} not in {e}");
+        }
+        assert!(live.background_error().is_none(), "{kind}");
+        let acknowledged = live.snapshot();
+        live.close().unwrap();
+        drop(store);
+        // Everything acknowledged reads back, from a fresh store.
+        let store = Store::open_json(&config).unwrap();
+        same_events(&store.load("fill").unwrap().events, &acknowledged, kind);
+        // Resumed: the count starts where the stored log is.
+        let live = store.resume("fill").unwrap();
+        let e = live
+            .append("user/message", &big_message(MIB), &AppendOptions::default())
+            .unwrap_err();
         assert!(e.to_string().contains("maxLogBytes"), "{kind}: {e}");
-        drop(live);
-        // Everything the store wrote reads back within the limit.
-        let reopened = match *kind {
-            "sqlite" => sqlite(&dir.path().join("s.db")),
-            "zstd" => jsonl(&dir.path().join("z"), "zstd"),
-            _ => jsonl(&dir.path().join("n"), "none"),
-        };
-        let view = reopened.load("fill").unwrap();
-        assert!(view.events.len() >= 6, "{kind}: {}", view.events.len());
+        let e = fill_until_refused(&live, kind);
+        assert!(e.to_string().contains("maxLogBytes"), "{kind}: {e}");
+        let acknowledged = live.snapshot();
+        live.close().unwrap();
+        drop(store);
+        let store = Store::open_json(&config).unwrap();
+        same_events(&store.load("fill").unwrap().events, &acknowledged, kind);
+        // A seed that would not fit is refused when the session starts.
+        let seed = acknowledged[..acknowledged.len() - 3].to_vec();
+        let mut doubled = seed.clone();
+        for e in &seed[..] {
+            let mut e = e.clone();
+            e.seq += seed.len() as u64;
+            doubled.push(e);
+        }
+        let e = store
+            .start_with_seed(SessionHeader::new("seeded", 1), doubled)
+            .err()
+            .unwrap_or_else(|| panic!("{kind}: an oversized seed started"));
+        assert!(e.to_string().contains("maxLogBytes"), "{kind}: {e}");
     }
 }

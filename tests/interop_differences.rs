@@ -674,3 +674,89 @@ fn acknowledged_appends_load_and_refused_appends_change_nothing() {
         "acknowledged {acked}, refused {refused}"
     );
 }
+
+/// A.1 #13: a row whose columns fail the original's `decodeEventRow` (an
+/// empty `type`, a `time` beyond 2^53, `data` that is a number,
+/// `source_event_seqs` as TEXT, a negative `seq`) is a hard error for the
+/// whole read, wherever it is: never a torn tail that `load` deletes.
+#[test]
+fn a1_13_a_damaged_sqlite_events_row_fails_the_read_and_is_kept() {
+    let damages = [
+        (
+            "UPDATE events SET type = '' WHERE seq = 3",
+            "stored type must not be empty",
+        ),
+        (
+            "UPDATE events SET time = 1152921504606846976 WHERE seq = 3",
+            "is not a safe integer",
+        ),
+        (
+            "UPDATE events SET data = 1.5 WHERE seq = 3",
+            "stored data must be a string or blob",
+        ),
+        (
+            "UPDATE events SET data = 7 WHERE seq = 3",
+            "stored data must be a string or blob",
+        ),
+        (
+            "UPDATE events SET source_event_seqs = '[1]' WHERE seq = 3",
+            "source_event_seqs must be a blob",
+        ),
+        (
+            "UPDATE events SET seq = -1 WHERE seq = 3",
+            "stored seq must be a non-negative safe integer",
+        ),
+    ];
+    for (i, (sql, want)) in damages.iter().enumerate() {
+        let dir = TempDir::new(&format!("a1-13-{i}"));
+        let store = sqlite(dir.path());
+        store.create(header("s")).unwrap();
+        // A complete turn, then an open one: seq 3 is after the last turn/end.
+        store.append("s", events(&format!("[{T1},{E1}]"))).unwrap();
+        store
+            .append(
+                "s",
+                events(r#"[{"type":"turn/start","seq":2,"time":3,"data":{"turn":2}},{"type":"user/message","seq":3,"time":3,"surfaceOp":"append","data":{"id":"u","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}}]"#),
+            )
+            .unwrap();
+        store.close().unwrap();
+        let db = dir.path().join("s.db");
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(sql).unwrap();
+        drop(conn);
+        let store = sqlite(dir.path());
+        for (what, r) in [
+            ("load", store.load("s").map(|_| ())),
+            ("inspect", store.inspect("s").map(|_| ())),
+        ] {
+            let e = r.expect_err(&format!("{sql}: {what} accepted a damaged row"));
+            assert_eq!(e.kind(), ErrorKind::Corruption, "{sql}: {what}: {e}");
+            assert!(e.to_string().contains(want), "{sql}: {what}: {e}");
+        }
+        store.close().unwrap();
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 4, "{sql}: the damaged row was deleted");
+    }
+}
+
+/// A.3 (message only): creating an id that is stored is refused in the
+/// original's words, "session "s" already exists in this backend", on
+/// every backend, with our kind (`conflict`, code SESSION_ALREADY_EXISTS).
+#[test]
+fn a3_creating_a_stored_id_says_it_already_exists_in_this_backend() {
+    let dir = TempDir::new("a3-exists");
+    for (kind, store) in stores(dir.path()) {
+        store.create(header("s")).unwrap();
+        store.append("s", events(&format!("[{T1},{E1}]"))).unwrap();
+        let e = store.create(header("s")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Conflict, "{kind}: {e}");
+        assert!(
+            e.to_string()
+                .starts_with("session \"s\" already exists in this backend"),
+            "{kind}: {e}"
+        );
+    }
+}

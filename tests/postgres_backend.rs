@@ -535,3 +535,58 @@ fn a_store_of_many_hosts_sees_one_log() {
             .collect::<Vec<_>>()
     );
 }
+
+/// A live session's writer lock is an advisory lock of one server
+/// connection: when the server ends that connection (a restart; here
+/// `pg_terminate_backend`), the lock is gone and another writer may take
+/// the session. The live session verifies the lock before each batch: the
+/// next batch is refused (`io`, naming the session and the lost lock), and
+/// nothing more is written.
+#[test]
+fn a_live_session_that_lost_its_writer_lock_writes_nothing() {
+    let Some(url) = support::pg::url("a_live_session_that_lost_its_writer_lock_writes_nothing")
+    else {
+        return;
+    };
+    let schema = Schema::new(&url, "lostlock");
+    let store = store(&schema);
+    let live = store.start(header("lost")).unwrap();
+    let opts = dsh_persist::store::AppendOptions::default();
+    live.append("turn/start", r#"{"turn":1}"#, &opts).unwrap();
+    live.flush().unwrap();
+    // The lock's connection, found by its advisory key.
+    let key = dsh_persist::backend::postgres::lock::lock_key(&schema.name, "lost");
+    let (hi, lo) = dsh_persist::backend::postgres::lock::key_halves(key);
+    let mut admin = schema.admin();
+    let killed: Vec<bool> = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' \
+             AND classid = $1 AND objid = $2 AND objsubid = 1 AND granted",
+            &[&hi, &lo],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(killed, [true], "one connection held the lock");
+    live.append(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        &opts,
+    )
+    .unwrap();
+    let e = live.flush().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(
+        e.to_string().contains(
+            "live session \"lost\" lost its writer lock, so its batch at seq 1 was not written"
+        ),
+        "{e}"
+    );
+    // Nothing past the lock's loss was written.
+    let be = PostgresBackend::open(&schema.config()).unwrap();
+    assert_eq!(be.read("lost").unwrap().unwrap().events.len(), 1);
+    // And it stays refused: every retry finds the lock lost.
+    assert!(live.flush().is_err());
+    assert_eq!(live.abandon(), 1);
+}

@@ -222,10 +222,6 @@ fn undecodable_rows_after_the_last_turn_end_are_torn() {
             "marker",
             "UPDATE events SET ignorable = 0 WHERE seq = 9".to_string(),
         ),
-        (
-            "time",
-            "UPDATE events SET time = 9007199254740992 WHERE seq = 9".to_string(),
-        ),
     ] {
         let (_tmp, path, b) = written(&format!("torn-{tag}"));
         sql(&path, &stmt);
@@ -241,6 +237,26 @@ fn undecodable_rows_after_the_last_turn_end_are_torn() {
             )
             .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Conflict, "{tag}: {e}");
+    }
+}
+
+/// A row whose columns the original's `decodeEventRow` refuses (here a
+/// `time` beyond 2^53) fails the whole read even after the last turn/end:
+/// never a torn tail (DIFFERENCES A.1 #13).
+#[test]
+fn a_damaged_row_after_the_last_turn_end_is_an_error_not_a_tail() {
+    let (_tmp, path, b) = written("damaged-time");
+    sql(
+        &path,
+        "UPDATE events SET time = 9007199254740992 WHERE seq = 9",
+    );
+    for e in [b.read("s").unwrap_err(), b.read_from("s", 0).unwrap_err()] {
+        assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+        assert!(
+            e.to_string()
+                .contains("the events row at seq 9 is damaged: stored time 9007199254740992"),
+            "{e}"
+        );
     }
 }
 

@@ -845,7 +845,7 @@ fn a_creator_that_comes_second_is_told_the_id_exists() {
         );
         assert_eq!(
             e.to_string(),
-            "session \"late\" already exists",
+            "session \"late\" already exists in this backend",
             "{}",
             kind.name()
         );

@@ -30,7 +30,10 @@
 //! exceed `maxRecordBytes` is refused when it is appended ([`record_bound`]
 //! is an upper bound of its JSONL line and its SQLite row alike), JSONL chunk
 //! rows are packed no larger than the limit, and an append that would bring a
-//! log past [`Limits::log_write_limit`] is refused.
+//! log past [`Limits::log_write_limit`] is refused ([`Limits::check_log_append`],
+//! the one rule that the writers and the live sessions apply: a live session
+//! counts its log as the writer will and refuses the event at `append`, so
+//! it never acknowledges an event its write-behind batch would refuse).
 //!
 //! Memory: one read holds at most about `maxLogBytes` of decoded records
 //! (the events it returns) plus one partial record per decoding thread (two
@@ -42,6 +45,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 use crate::model::event::Event;
+use crate::model::header::SessionHeader;
 use crate::model::json::{MAX_SAFE_INTEGER, quote};
 
 /// Default `maxRecordBytes`: 256 MiB.
@@ -139,18 +143,26 @@ impl Limits {
         Ok(())
     }
 
-    /// Refuses an append that would bring a log to `total` decoded bytes
-    /// (`invalid_argument`).
-    pub fn check_log_total(&self, total: u64, session: &str) -> Result<()> {
+    /// The one rule for a log's size on write (every backend's writer and
+    /// every live session apply it): appending `events` to a log counted at
+    /// `before` bytes brings it to `before +` [`log_growth`]`(events)`, which
+    /// must stay within [`Limits::log_write_limit`]. Returns the new count.
+    /// A new log starts at [`new_log_bytes`]. The count is an upper bound of
+    /// the decoded size on every backend, so a log it admits always reads
+    /// back within `maxLogBytes`. Refusal: `invalid_argument` naming the
+    /// session, the first seq of `events` and the limit.
+    pub fn check_log_append(&self, before: u64, events: &[Event], session: &str) -> Result<u64> {
+        let total = before.saturating_add(log_growth(events));
         if total > self.log_write_limit() {
+            let seq = events.first().map_or(0, |e| e.seq);
             return Err(Error::invalid(format!(
-                "appending to session {} would bring its log to {total} bytes, over the {} bytes an append may reach (maxLogBytes {} less a sixteenth kept for crash repairs); start a new session, or raise maxLogBytes in the store config",
+                "appending at seq {seq} to session {} would bring its log to {total} bytes, over the {} bytes an append may reach (maxLogBytes {} less a sixteenth kept for crash repairs); start a new session, or raise maxLogBytes in the store config",
                 quote(session),
                 self.log_write_limit(),
                 self.max_log_bytes
             )));
         }
-        Ok(())
+        Ok(total)
     }
 
     /// The read-side error for a record over `maxRecordBytes`; `subject`
@@ -217,6 +229,22 @@ pub fn record_bound(event: &Event) -> u64 {
             .as_ref()
             .map_or(0, |t| t.as_str().len());
     texts as u64 + 6 * event.type_str().len() as u64 + ENVELOPE_BOUND
+}
+
+/// What appending `events` adds to a log's size count: the sum of their
+/// [`record_bound`]s (a packed chunk row is shorter than its members'
+/// bounds together).
+pub fn log_growth(events: &[Event]) -> u64 {
+    events
+        .iter()
+        .map(record_bound)
+        .fold(0u64, u64::saturating_add)
+}
+
+/// The size count of a new log before its first event: the JSONL header
+/// line and its `\n` (the row stores count it too, as an upper bound).
+pub fn new_log_bytes(header: &SessionHeader) -> u64 {
+    header.to_jsonl_line().len() as u64 + 1
 }
 
 /// Grows `buf` so it has at least `min_spare` free bytes, doubling its

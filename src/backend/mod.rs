@@ -85,6 +85,11 @@ pub struct StoredLog {
     /// torn zstd frame's decodable prefix): a crash leftover that `load`
     /// keeps, or a live writer's batch that is not there yet. 0 otherwise.
     pub recovered_events: usize,
+    /// The decoded bytes this read counted against `maxLogBytes` (JSONL:
+    /// the header line included; torn bytes may be included): what the
+    /// backend's writer starts its size count from, and so the live
+    /// session resumed from this log.
+    pub log_bytes: u64,
 }
 
 impl StoredLog {
@@ -136,6 +141,10 @@ pub enum BackendKind {
 pub struct WriterLock {
     id: String,
     _held: Box<dyn Send + Sync>,
+    /// Verifies the lock is still held (a lock that a server can take
+    /// away: PostgreSQL's, lost with its connection); `None` for locks that
+    /// last as long as this process holds them.
+    verify: Option<Box<dyn Fn() -> Result<()> + Send + Sync>>,
 }
 
 impl WriterLock {
@@ -145,12 +154,36 @@ impl WriterLock {
         WriterLock {
             id: id.into(),
             _held: Box::new(held),
+            verify: None,
+        }
+    }
+
+    /// Like [`WriterLock::new`] for a lock that can be lost while held:
+    /// `verify` fails once it is no longer held.
+    pub fn verified(
+        id: impl Into<String>,
+        held: impl Send + Sync + 'static,
+        verify: impl Fn() -> Result<()> + Send + Sync + 'static,
+    ) -> WriterLock {
+        WriterLock {
+            id: id.into(),
+            _held: Box::new(held),
+            verify: Some(Box::new(verify)),
         }
     }
 
     /// The session id this lock holds.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Fails when the lock is no longer held (see [`WriterLock::verified`]);
+    /// `Ok` for locks that cannot be lost.
+    pub fn check(&self) -> Result<()> {
+        match &self.verify {
+            Some(v) => v(),
+            None => Ok(()),
+        }
     }
 }
 

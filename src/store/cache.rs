@@ -88,6 +88,7 @@ mod tests {
                 torn: None,
                 raw_log: None,
                 recovered_events: 0,
+                log_bytes: 0,
             },
             closers: Vec::new(),
         })

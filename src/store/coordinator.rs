@@ -117,6 +117,8 @@ pub struct PreparedSession {
     header: SessionHeader,
     events: Vec<Event>,
     revision: Revision,
+    /// The stored log's size count (`maxLogBytes`).
+    log_bytes: u64,
     published: bool,
     /// The writer lock, handed to the live session on publish.
     writer: Option<WriterLock>,
@@ -148,7 +150,7 @@ fn not_found(id: &str) -> Error {
 fn already_exists(id: &str) -> Error {
     Error::conflict_code(
         "SESSION_ALREADY_EXISTS",
-        format!("session {} already exists", quote(id)),
+        format!("session {} already exists in this backend", quote(id)),
     )
 }
 
@@ -631,8 +633,19 @@ impl Store {
 
     /// Commits the repair of an inspection (torn tail and closers) and
     /// returns the balanced log with its new revision.
-    fn commit(&self, id: &str, insp: Inspection) -> Result<(SessionHeader, Vec<Event>, Revision)> {
+    /// Commits the repair an inspection found (if any). Returns the header,
+    /// the balanced events, the revision and the log's size count (what the
+    /// read counted plus the closers, for the live session's `maxLogBytes`
+    /// count).
+    fn commit(
+        &self,
+        id: &str,
+        insp: Inspection,
+    ) -> Result<(SessionHeader, Vec<Event>, Revision, u64)> {
         let Inspection { stored, closers } = insp;
+        let log_bytes = stored
+            .log_bytes
+            .saturating_add(crate::backend::limits::log_growth(&closers));
         let revision = if stored.torn.is_some() || !closers.is_empty() {
             self.shared.cache.lock().remove(id);
             self.shared.tails.lock().remove(id);
@@ -642,7 +655,7 @@ impl Store {
         };
         let mut events = stored.events;
         events.extend(closers);
-        Ok((stored.header, events, revision))
+        Ok((stored.header, events, revision, log_bytes))
     }
 
     /// SPEC §6 `load`: cold — commit the repair and return the balanced
@@ -666,7 +679,7 @@ impl Store {
         let _g = self.shared.ids.lock(id);
         let insp = self.take_inspection(id)?;
         if insp.stored.torn.is_none() && insp.closers.is_empty() {
-            let (header, events, _) = self.commit(id, insp)?;
+            let (header, events, _, _) = self.commit(id, insp)?;
             return Ok(SessionView { header, events });
         }
         // A repair writes: only as the writer.
@@ -682,7 +695,7 @@ impl Store {
         } else {
             self.take_inspection(id)?
         };
-        let (header, events, _) = self.commit(id, insp)?;
+        let (header, events, _, _) = self.commit(id, insp)?;
         drop(writer);
         Ok(SessionView { header, events })
     }
@@ -836,13 +849,14 @@ impl Store {
         }
         let writer = self.shared.backend.lock_writer(id)?;
         let insp = self.take_inspection(id)?;
-        let (header, events, revision) = self.commit(id, insp)?;
+        let (header, events, revision, log_bytes) = self.commit(id, insp)?;
         self.shared.registry.lock().reserved.insert(id.to_string());
         Ok(PreparedSession {
             shared: self.shared.clone(),
             header,
             events,
             revision,
+            log_bytes,
             published: false,
             writer: Some(writer),
         })
@@ -860,10 +874,10 @@ impl Store {
             self.shared.clone(),
             prepared.header.clone(),
             events,
-            Some(prepared.revision.clone()),
+            Some((prepared.revision.clone(), prepared.log_bytes)),
             Vec::new(),
             prepared.writer.take(),
-        );
+        )?;
         {
             let mut reg = self.shared.registry.lock();
             reg.reserved.remove(&id);
@@ -916,7 +930,7 @@ impl Store {
             None,
             seed_events,
             Some(writer),
-        );
+        )?;
         self.shared
             .registry
             .lock()

@@ -19,7 +19,7 @@ use parking_lot::{Mutex, RwLock};
 use super::coordinator::Shared;
 use super::view::has_open_turn;
 use super::write_behind::{BatchSink, ErrorCallback, WriteController};
-use crate::backend::{Backend, Expect, Revision, WriterLock};
+use crate::backend::{Backend, Expect, Revision, WriterLock, limits};
 use crate::codec::chunk_rows::is_row_tag;
 use crate::error::{Error, Result};
 use crate::model::event::{Event, EventType};
@@ -92,6 +92,12 @@ struct LiveLog {
     events: Vec<Event>,
     /// The rules' fold over `events` (SPEC 1.8/1.9, the same a load runs).
     rules: LogState,
+    /// The log's size count as the backend's writer keeps it (`maxLogBytes`,
+    /// [`crate::backend::limits::Limits::check_log_append`]): the stored
+    /// log's count plus every event since. An append that would bring it
+    /// over the limit is refused here, with no disk I/O, rather than
+    /// acknowledged and then refused by the write-behind batch.
+    log_bytes: u64,
 }
 
 /// Writes a live session's batches to the backend.
@@ -100,10 +106,25 @@ struct LiveSink {
     header: SessionHeader,
     /// `None` until the first batch materializes the session.
     revision: Mutex<Option<Revision>>,
+    /// The session's writer lock (shared with [`LiveInner`]), verified
+    /// before each batch.
+    writer: Arc<Mutex<Option<WriterLock>>>,
 }
 
 impl BatchSink for LiveSink {
     fn write_batch(&self, batch: &[Event]) -> Result<()> {
+        // A lock that can be lost while held (PostgreSQL's, with its
+        // connection on a server restart) is verified first: without it
+        // another writer may hold the session, and nothing is written.
+        if let Some(lock) = self.writer.lock().as_ref() {
+            lock.check().map_err(|e| {
+                Error::io_msg(format!(
+                    "live session {} lost its writer lock, so its batch at seq {} was not written (another writer may hold the session now; abandon this session and resume it): {e}",
+                    json::quote(&self.header.id),
+                    batch.first().map_or(0, |e| e.seq)
+                ))
+            })?;
+        }
         let mut rev = self.revision.lock();
         let expect = match rev.as_ref() {
             None => Expect::New,
@@ -125,8 +146,8 @@ pub(crate) struct LiveInner {
     /// A close finished its drain: the id is released.
     closed: AtomicBool,
     /// The id's writer lock, held until the close succeeds (or the last
-    /// handle is dropped).
-    writer: Mutex<Option<WriterLock>>,
+    /// handle is dropped); shared with the batch writer, which verifies it.
+    writer: Arc<Mutex<Option<WriterLock>>>,
 }
 
 /// A session this process is writing. Cheap to clone (a handle); `Send +
@@ -139,20 +160,36 @@ pub struct LiveSession {
 
 impl LiveSession {
     /// Builds a live session over `history` (events already stored, at
-    /// `stored_revision`) and `seed` (events to persist with the first batch),
-    /// holding the id's writer lock `writer`.
+    /// `stored`: its revision and size count) and `seed` (events to persist
+    /// with the first batch), holding the id's writer lock `writer`. Refuses
+    /// a seed that would bring the new log over `maxLogBytes`.
     pub(crate) fn start(
         shared: Arc<Shared>,
         header: SessionHeader,
         history: Vec<Event>,
-        stored_revision: Option<Revision>,
+        stored: Option<(Revision, u64)>,
         seed: Vec<Event>,
         writer: Option<WriterLock>,
-    ) -> LiveSession {
+    ) -> Result<LiveSession> {
+        let (stored_revision, stored_bytes) = match stored {
+            Some((rev, bytes)) => (Some(rev), bytes),
+            None => (None, limits::new_log_bytes(&header)),
+        };
+        let log_bytes = if seed.is_empty() {
+            stored_bytes
+        } else {
+            shared
+                .config
+                .backend
+                .limits()
+                .check_log_append(stored_bytes, &seed, &header.id)?
+        };
+        let writer = Arc::new(Mutex::new(writer));
         let sink = LiveSink {
             backend: shared.backend.clone(),
             header: header.clone(),
             revision: Mutex::new(stored_revision),
+            writer: writer.clone(),
         };
         let ctrl = WriteController::new(
             Box::new(sink),
@@ -169,18 +206,22 @@ impl LiveSession {
             inner: Arc::new(LiveInner {
                 shared,
                 header,
-                log: RwLock::new(LiveLog { events, rules }),
+                log: RwLock::new(LiveLog {
+                    events,
+                    rules,
+                    log_bytes,
+                }),
                 ctrl,
                 closing: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
-                writer: Mutex::new(writer),
+                writer,
             }),
         };
         if !seed.is_empty() {
             // Cannot fail: the controller is new and open.
             let _ = session.inner.ctrl.enqueue(seed);
         }
-        session
+        Ok(session)
     }
 
     pub fn id(&self) -> &str {
@@ -266,13 +307,12 @@ impl LiveSession {
             event.source_event_seqs = Some(JsonText::from_trusted(text));
         }
         event.ignorable = options.ignorable;
-        // What a reader would refuse is refused now, not at the write.
-        self.inner
-            .shared
-            .config
-            .backend
-            .limits()
-            .check_event(&event, self.id())?;
+        // What a reader would refuse, or the writer (the log's size), is
+        // refused now, not at the write.
+        let limits = self.inner.shared.config.backend.limits();
+        limits.check_event(&event, self.id())?;
+        let log_bytes =
+            limits.check_log_append(log.log_bytes, std::slice::from_ref(&event), self.id())?;
         // The rules a load applies (one rule set), with the strict trace
         // that every live append keeps (SPEC 1.6). One event: the state is
         // unchanged on error. (Should the queue refuse the event below, the
@@ -288,6 +328,7 @@ impl LiveSession {
         // must not appear in the in-memory log either.
         self.inner.ctrl.enqueue([event.clone()])?;
         log.events.push(event);
+        log.log_bytes = log_bytes;
         Ok(seq)
     }
 

@@ -37,7 +37,7 @@ pub use layout::Compression;
 use self::layout::{escape_id, project_dir_name};
 use self::revision::FileIdentity;
 use self::writer::OpenLog;
-use super::limits::Limits;
+use super::limits::{self, Limits};
 use super::writer_lock::{LOCK_DIR_NAME, LockSpace};
 use super::{
     Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
@@ -421,6 +421,7 @@ impl JsonlBackend {
             torn: outcome.torn,
             raw_log: Some(path.display().to_string()),
             recovered_events: outcome.recovered_events,
+            log_bytes: outcome.log_bytes,
         })
     }
 
@@ -462,8 +463,10 @@ impl JsonlBackend {
                 c
             }
         };
-        let total = (header_line_len + batch.len()) as u64;
-        self.limits.check_log_total(total, &header.id)?;
+        debug_assert_eq!(header_line_len as u64, limits::new_log_bytes(header));
+        let total =
+            self.limits
+                .check_log_append(limits::new_log_bytes(header), events, &header.id)?;
         let identity = writer::create_log(path, &content)?;
         let exact = identity.size == content.len() as u64;
         let rev = self.note_write(path, &identity, events.len() as u64, exact);
@@ -531,9 +534,8 @@ impl JsonlBackend {
         next: u64,
         before: u64,
     ) -> Result<Revision> {
+        let total = self.limits.check_log_append(before, events, id)?;
         let batch = writer::batch_text(&[], &self.records(events));
-        let total = before + batch.len() as u64;
-        self.limits.check_log_total(total, id)?;
         let bytes = writer::encode_batch(&batch, self.compression)?;
         let prev_len = log.identity.size;
         let identity = log.append(&bytes)?;

@@ -334,7 +334,11 @@ impl Backend for PostgresBackend {
     fn lock_writer(&self, id: &str) -> Result<WriterLock> {
         if let Some(lock) = self.try_lock_writer(id)? {
             // The guard's connection is `Send`; the mutex makes it `Sync`.
-            return Ok(WriterLock::new(id, Mutex::new(lock)));
+            // A live session checks it before each batch: a server restart
+            // (or `pg_terminate_backend`) ends the lock with its connection.
+            let lock = Arc::new(Mutex::new(lock));
+            let check = lock.clone();
+            return Ok(WriterLock::verified(id, lock, move || check.lock().check()));
         }
         let holder = self
             .writer_holder(id)
@@ -456,7 +460,7 @@ impl Backend for PostgresBackend {
                 row_scan::read_pipelined(&ctx, |sink| reader::read_log(c, id, sink))
             },
         )?;
-        Ok(read.map(|(session, events, torn, _log_bytes)| StoredLog {
+        Ok(read.map(|(session, events, torn, log_bytes)| StoredLog {
             revision: self.token(&session.incarnation, session.revision),
             header: session.header,
             events,
@@ -466,6 +470,7 @@ impl Backend for PostgresBackend {
             }),
             raw_log: None,
             recovered_events: 0,
+            log_bytes,
         }))
     }
 

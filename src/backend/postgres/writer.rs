@@ -285,7 +285,7 @@ pub fn append(
         if inserted == 0 {
             // Another writer created it since our look.
             return Err(Fail::Done(Error::conflict(format!(
-                "session {} already exists in this store",
+                "session {} already exists in this backend",
                 quote(id)
             ))));
         }

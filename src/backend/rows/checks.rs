@@ -47,7 +47,7 @@ pub fn check_append_target(
     match (expect, exists) {
         (Expect::New, true) => {
             return Err(Error::conflict(format!(
-                "session {} already exists in this store",
+                "session {} already exists in this backend",
                 quote(id)
             )));
         }

@@ -224,7 +224,7 @@ pub fn decode_data(value: Value, cap: usize) -> Result<String, String> {
 /// [`decode_data`] of a borrowed value: TEXT is borrowed, not copied.
 pub fn decode_data_ref(value: &Value, cap: usize) -> Result<std::borrow::Cow<'_, str>, String> {
     decode_data_capped(value, cap).map_err(|f| match f {
-        RowFailure::Invalid(m) => m,
+        RowFailure::Invalid(m) | RowFailure::Column(m) => m,
         RowFailure::RecordLimit | RowFailure::LogLimit => {
             format!("data BLOB decompresses to more than {cap} bytes")
         }
@@ -259,6 +259,12 @@ pub enum RowFailure {
     RecordLimit,
     /// The read's decoded bytes went past `maxLogBytes`: always an error.
     LogLimit,
+    /// A column the original's `decodeEventRow` refuses (a `type` that is
+    /// not non-empty TEXT, a `seq` or `time` that is not a safe integer,
+    /// `data` that is not TEXT or BLOB, `source_event_seqs` or
+    /// `surface_op` of the wrong storage class): a damaged row, always an
+    /// error for the whole read, never a torn tail (DIFFERENCES A.1 #13).
+    Column(String),
 }
 
 /// The bounds a read decodes its rows under.
@@ -359,7 +365,7 @@ pub fn decode_row_ref(row: &StoredRow) -> Result<Record, String> {
         },
     )
     .map_err(|f| match f {
-        RowFailure::Invalid(m) => m,
+        RowFailure::Invalid(m) | RowFailure::Column(m) => m,
         RowFailure::RecordLimit => format!(
             "the row holds a record of more than {} bytes",
             limits.max_record_bytes
@@ -379,6 +385,39 @@ fn fixed_len(row: &StoredRow) -> usize {
     len(&row.event_type) + len(&row.surface_op) + len(&row.source_event_seqs)
 }
 
+/// The column checks of the original's `decodeEventRow`, in its words: a
+/// row failing them is damaged ([`RowFailure::Column`]).
+fn check_columns(row: &StoredRow) -> Result<(), RowFailure> {
+    let fail = |m: String| Err(RowFailure::Column(m));
+    match &row.event_type {
+        Value::Text(t) if t.is_empty() => return fail("stored type must not be empty".into()),
+        Value::Text(_) => {}
+        _ => return fail("stored type must be a string".into()),
+    }
+    if safe_seq(row.seq).is_err() {
+        return fail(format!(
+            "stored seq must be a non-negative safe integer, got {}",
+            row.seq
+        ));
+    }
+    if safe_time(row.time).is_err() {
+        return fail(format!(
+            "stored time {} is not a safe integer (RangeError)",
+            row.time
+        ));
+    }
+    if !matches!(row.data, Value::Text(_) | Value::Blob(_)) {
+        return fail("stored data must be a string or blob".into());
+    }
+    if !matches!(row.source_event_seqs, Value::Null | Value::Blob(_)) {
+        return fail("stored source_event_seqs must be a blob or null".into());
+    }
+    if !matches!(row.surface_op, Value::Null | Value::Text(_)) {
+        return fail("stored surface_op must be a string or null".into());
+    }
+    Ok(())
+}
+
 /// [`decode_row`] of a borrowed row under a read's bounds: the record owns
 /// copies of what it keeps, and the row's buffers stay with the caller. (A
 /// decoding thread that freed rows another thread allocated would contend
@@ -390,6 +429,7 @@ pub fn decode_row_bounded(row: &StoredRow, bounds: &RowBounds<'_>) -> Result<Rec
         return Err(RowFailure::RecordLimit);
     }
     let invalid = RowFailure::Invalid;
+    check_columns(row)?;
     let seq = safe_seq(row.seq).map_err(invalid)?;
     let time = safe_time(row.time).map_err(invalid)?;
     let Value::Text(type_name) = &row.event_type else {
@@ -590,7 +630,7 @@ mod tests {
             &|r| r.data = Value::Blob(zstd::bulk::compress(&[0xff, 0xfe], 3).unwrap()),
             "UTF-8",
         );
-        bad(&|r| r.seq = -1, "seq -1");
+        bad(&|r| r.seq = -1, "got -1");
         bad(&|r| r.time = MAX_SAFE_INTEGER + 1, "time");
         bad(
             &|r| r.source_event_seqs = Value::Blob(vec![0x80]),
@@ -598,7 +638,7 @@ mod tests {
         );
         bad(
             &|r| r.source_event_seqs = Value::Text("[1]".into()),
-            "not a BLOB",
+            "must be a blob or null",
         );
         bad(
             &|r| r.surface_op = Value::Text("{".into()),

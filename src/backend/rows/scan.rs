@@ -60,6 +60,9 @@ pub fn limit_subject(label: &str, id: &str) -> String {
 pub fn row_limit_error(limits: &Limits, label: &str, id: &str, seq: i64, f: &RowFailure) -> Error {
     let subject = limit_subject(label, id);
     match f {
+        RowFailure::Column(m) => Error::corruption(format!(
+            "{subject}: the events row at seq {seq} is damaged: {m}"
+        )),
         RowFailure::LogLimit => limits.log_error(&subject, &format!("at the row at seq {seq}")),
         _ => limits.record_error(&subject, &format!("of the row at seq {seq}")),
     }

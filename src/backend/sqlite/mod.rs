@@ -306,17 +306,18 @@ impl Backend for SqliteBackend {
         for e in events {
             self.limits.check_event(e, id)?;
         }
-        let added: u64 = events
-            .iter()
-            .map(crate::backend::limits::record_bound)
-            .sum();
         let known = match expect {
-            Expect::New => Some((String::new(), -1, 0)),
+            Expect::New => Some((
+                String::new(),
+                -1,
+                crate::backend::limits::new_log_bytes(header),
+            )),
             Expect::At(_) => self.log_bytes.lock().get(id).cloned(),
         };
-        if let Some((_, _, before)) = &known {
-            self.limits.check_log_total(before + added, id)?;
-        }
+        let after = match &known {
+            Some((_, _, before)) => Some(self.limits.check_log_append(*before, events, id)?),
+            None => None,
+        };
         let (inc, rev, revision) = self.db.write(|c, ident| {
             let (inc, rev) = writer::append(c, &self.label, header, events, expect, &self.limits)?;
             let revision = token(ident, &inc, rev);
@@ -324,10 +325,11 @@ impl Backend for SqliteBackend {
         })?;
         let mut sizes = self.log_bytes.lock();
         match known {
-            Some((k_inc, k_rev, before))
+            Some((k_inc, k_rev, _))
                 if matches!(expect, Expect::New) || (k_inc == inc && k_rev + 1 == rev) =>
             {
-                sizes.insert(id.to_string(), (inc.clone(), rev, before + added));
+                let after = after.expect("checked with the known size");
+                sizes.insert(id.to_string(), (inc.clone(), rev, after));
             }
             // Someone else wrote in between: the size is not known.
             _ => {
@@ -377,6 +379,7 @@ impl Backend for SqliteBackend {
             torn: read.torn_from.map(|from_seq| TornTail::Sqlite { from_seq }),
             raw_log: None,
             recovered_events: 0,
+            log_bytes: read.log_bytes,
         }))
     }
 

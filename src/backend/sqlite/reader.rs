@@ -525,7 +525,12 @@ impl FetchedRows {
 
 /// The last logical seq of the stored log of `id` (`None` when it has no
 /// rows), from its last row. Fails when that row does not decode.
-pub fn last_logical_seq(conn: &Connection, label: &str, id: &str) -> Result<Option<u64>> {
+pub fn last_logical_seq(
+    conn: &Connection,
+    label: &str,
+    id: &str,
+    limits: &Limits,
+) -> Result<Option<u64>> {
     let rows = select_rows(
         conn,
         label,
@@ -534,7 +539,7 @@ pub fn last_logical_seq(conn: &Connection, label: &str, id: &str) -> Result<Opti
         ),
         [id],
         id,
-        &Limits::default(),
+        limits,
     )?;
     rows.into_iter()
         .next()

@@ -258,13 +258,19 @@ fn is_pristine(id: &Identity) -> bool {
 
 /// Checks identity and schema of a database opened for reading, changing
 /// nothing: `None` while it is pristine (empty: a writer initialises it).
+/// The header pragmas and the schema are read in one read transaction: read
+/// one by one, a concurrent first initialisation could be seen half-done
+/// (no application id yet, but tables) and refused as a foreign database.
 pub fn read_store_id(conn: &mut Connection, label: &str) -> Result<Option<String>> {
-    let id = read_identity(conn, label)?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Deferred)
+        .map_err(|e| sql_error(label, "cannot start a read transaction", e))?;
+    let id = read_identity(&tx, label)?;
     if is_pristine(&id) {
         return Ok(None);
     }
     verify_identity(&id, label)?;
-    stored_store_id(conn, label).map(Some)
+    stored_store_id(&tx, label).map(Some)
 }
 
 fn stored_store_id(conn: &Connection, label: &str) -> Result<String> {
@@ -286,35 +292,35 @@ fn stored_store_id(conn: &Connection, label: &str) -> Result<String> {
 /// Checks identity and schema of an opened database, initialising a pristine
 /// one in a single transaction. Returns the `store_id`. Refusals change
 /// nothing.
+///
+/// Race-free between processes: everything is read and decided inside
+/// `BEGIN IMMEDIATE` (the database's write lock, waited for with the busy
+/// timeout), so of two first writers exactly one initialises and the other
+/// then finds the initialised database, never a half-made one.
 pub fn ensure_identity(conn: &mut Connection, label: &str) -> Result<String> {
-    let mut id = read_identity(conn, label)?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| sql_error(label, "cannot start the initialisation transaction", e))?;
+    let id = read_identity(&tx, label)?;
     if is_pristine(&id) {
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| sql_error(label, "cannot start the initialisation transaction", e))?;
-        // Re-check under the write lock: another opener may have won.
-        id = read_identity(&tx, label)?;
-        if is_pristine(&id) {
-            let store_id = crate::uuid::uuid_v4();
-            tx.execute_batch(&format!(
-                "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
-            ))
-            .map_err(|e| sql_error(label, "cannot write the database identity", e))?;
-            tx.execute_batch(SCHEMA_SQL)
-                .map_err(|e| sql_error(label, "cannot create the schema", e))?;
-            tx.execute(
-                "INSERT INTO persistence_state (singleton, store_id) VALUES (1, ?1)",
-                [&store_id],
-            )
-            .map_err(|e| sql_error(label, "cannot write the store id", e))?;
-            tx.commit()
-                .map_err(|e| sql_error(label, "cannot commit the initialisation", e))?;
-            return Ok(store_id);
-        }
-        drop(tx);
+        let store_id = crate::uuid::uuid_v4();
+        tx.execute_batch(&format!(
+            "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
+        ))
+        .map_err(|e| sql_error(label, "cannot write the database identity", e))?;
+        tx.execute_batch(SCHEMA_SQL)
+            .map_err(|e| sql_error(label, "cannot create the schema", e))?;
+        tx.execute(
+            "INSERT INTO persistence_state (singleton, store_id) VALUES (1, ?1)",
+            [&store_id],
+        )
+        .map_err(|e| sql_error(label, "cannot write the store id", e))?;
+        tx.commit()
+            .map_err(|e| sql_error(label, "cannot commit the initialisation", e))?;
+        return Ok(store_id);
     }
     verify_identity(&id, label)?;
-    stored_store_id(conn, label)
+    stored_store_id(&tx, label)
 }
 
 fn verify_identity(id: &Identity, label: &str) -> Result<()> {

@@ -141,7 +141,7 @@ pub fn append(
     }
     let stored_next = match &existing {
         None => 0,
-        Some(_) => reader::last_logical_seq(&tx, label, id)?.map_or(0, |s| s + 1),
+        Some(_) => reader::last_logical_seq(&tx, label, id, limits)?.map_or(0, |s| s + 1),
     };
     let already = checks::check_append_target(
         id,
