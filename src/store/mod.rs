@@ -2,6 +2,7 @@
 //! load/inspect/prepare with repair, resume and fork.
 
 pub mod cache;
+pub mod cancel;
 pub mod config;
 pub mod coordinator;
 pub mod id_locks;
@@ -11,6 +12,7 @@ pub mod write_behind;
 
 use std::sync::Arc;
 
+pub use cancel::Cancel;
 pub use config::{
     BackendConfig, Compression, JournalMode, JsonlConfig, PostgresConfig, SqliteConfig, SslMode,
     StoreConfig,

@@ -347,6 +347,7 @@ impl JsonlBackend {
         // (id, session index) of every session whose header was read.
         let mut headers: Vec<(String, usize)> = Vec::new();
         for entry in entries(self.root())? {
+            crate::store::cancel::checkpoint()?;
             match entry.kind {
                 EntryKind::Dir if entry.name.to_str().is_some_and(is_store_dir) => {
                     scan_lock_dir(&entry.path, &mut scan)
