@@ -152,6 +152,35 @@ pub const ADDED_FUNCTIONS: &[&str] = &[
     // Frees a session whose close failed (reliability D16: a failed close
     // keeps the handle valid and retryable; this gives it up).
     "dsh_session_free",
+    // Issue 18: cancel tokens, error objects for calls made on other
+    // threads, and the `_ex` form of every call that may touch the disk.
+    "dsh_cancel_new",
+    "dsh_cancel_cancel",
+    "dsh_cancel_free",
+    "dsh_error_status",
+    "dsh_error_message",
+    "dsh_error_code",
+    "dsh_error_free",
+    "dsh_store_open_ex",
+    "dsh_store_close_ex",
+    "dsh_store_create_ex",
+    "dsh_store_append_ex",
+    "dsh_store_load_ex",
+    "dsh_store_inspect_ex",
+    "dsh_store_read_from_ex",
+    "dsh_store_read_raw_ex",
+    "dsh_store_list_ex",
+    "dsh_store_list_snapshots_ex",
+    "dsh_session_start_ex",
+    "dsh_session_resume_ex",
+    "dsh_session_fork_ex",
+    "dsh_session_flush_ex",
+    "dsh_session_close_ex",
+    "dsh_plan_set_ex",
+    "dsh_plan_pre_step_ex",
+    "dsh_plan_command_ex",
+    "dsh_plan_exit_check_ex",
+    "dsh_plan_exit_answer_ex",
 ];
 
 /// The `dsh_*` function names the header declares (an identifier followed

@@ -40,6 +40,8 @@ pub(crate) enum Kind {
     Store,
     Session,
     Plan,
+    Cancel,
+    Error,
 }
 
 impl Kind {
@@ -48,6 +50,8 @@ impl Kind {
             Kind::Store => "dsh_store",
             Kind::Session => "dsh_session",
             Kind::Plan => "dsh_plan",
+            Kind::Cancel => "dsh_cancel",
+            Kind::Error => "dsh_error",
         }
     }
 }

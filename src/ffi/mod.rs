@@ -10,7 +10,9 @@
 #![allow(non_camel_case_types)]
 
 mod args;
+pub mod async_ops;
 mod boundary;
+pub mod cancel;
 mod handles;
 pub mod plan;
 pub mod session;
@@ -18,6 +20,7 @@ pub mod status;
 pub mod store;
 pub mod strings;
 
+pub use cancel::{dsh_cancel, dsh_error};
 pub use plan::dsh_plan;
 pub use session::dsh_session;
 pub use status::dsh_status;
@@ -29,6 +32,8 @@ const _: () = {
     assert_send_sync::<dsh_store>();
     assert_send_sync::<dsh_session>();
     assert_send_sync::<dsh_plan>();
+    assert_send_sync::<dsh_cancel>();
+    assert_send_sync::<dsh_error>();
 };
 
 #[cfg(test)]
