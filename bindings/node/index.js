@@ -7,6 +7,8 @@ const { libraryPath, libraryVersion, PACKAGE_VERSION } = require('./src/lib');
 const { Store } = require('./src/store');
 const { Session } = require('./src/session');
 const { PlanMode } = require('./src/plan');
+require('./src/async_api'); // the *Async Promise forms
+const exit = require('./src/exit');
 
 module.exports = {
   Store,
@@ -24,7 +26,10 @@ module.exports = {
   ClosedError: errors.ClosedError,
   InvariantError: errors.InvariantError,
   UnsupportedError: errors.UnsupportedError,
+  CancelledError: errors.CancelledError,
   DshPanicError: errors.DshPanicError,
+  installSignalHandlers: exit.installSignalHandlers,
+  flushOpenSessions: exit.flushAll,
   version: PACKAGE_VERSION,
   libraryPath,
   libraryVersion,
