@@ -163,25 +163,31 @@ class AsyncStore:
     def _text(self, fn: Any, *args: Any) -> "asyncio.Future[str]":
         return _cancellable(lambda t: required(_read_ex(self.sync, fn, args, t), fn))  # type: ignore[return-value]
 
+    def _json(self, fn: Any, *args: Any) -> "asyncio.Future[Any]":
+        # Parsed in the worker too: a large log's json.loads stays off the loop
+        # (the GIL still switches every sys.getswitchinterval()).
+        return _cancellable(lambda t: loads(required(_read_ex(self.sync, fn, args, t), fn)))  # type: ignore[return-value]
+
     async def load_raw(self, session_id: str) -> str:
         return await self._text(lib.dsh_store_load_ex, encode_text(session_id, "session_id"))
 
     async def load(self, session_id: str) -> Dict[str, Any]:
         """:meth:`Store.load`; cancelled before its repair began, it commits none."""
-        return loads(await self.load_raw(session_id))
+        return await self._json(lib.dsh_store_load_ex, encode_text(session_id, "session_id"))
 
     async def inspect_raw(self, session_id: str) -> str:
         return await self._text(lib.dsh_store_inspect_ex, encode_text(session_id, "session_id"))
 
     async def inspect(self, session_id: str) -> Dict[str, Any]:
-        return loads(await self.inspect_raw(session_id))
+        return await self._json(lib.dsh_store_inspect_ex, encode_text(session_id, "session_id"))
 
     async def read_from_raw(self, session_id: str, from_seq: int = 0) -> str:
         sid = encode_text(session_id, "session_id")
         return await self._text(lib.dsh_store_read_from_ex, sid, check_uint(from_seq, "from_seq"))
 
     async def read_from(self, session_id: str, from_seq: int = 0) -> Dict[str, Any]:
-        return loads(await self.read_from_raw(session_id, from_seq))
+        sid = encode_text(session_id, "session_id")
+        return await self._json(lib.dsh_store_read_from_ex, sid, check_uint(from_seq, "from_seq"))
 
     async def read_raw(self, session_id: str) -> Optional[Dict[str, Any]]:
         sid = encode_text(session_id, "session_id")
@@ -192,13 +198,13 @@ class AsyncStore:
         return await self._text(lib.dsh_store_list_ex)
 
     async def list(self) -> List[Dict[str, Any]]:
-        return loads(await self.list_raw())
+        return await self._json(lib.dsh_store_list_ex)
 
     async def list_snapshots_raw(self) -> str:
         return await self._text(lib.dsh_store_list_snapshots_ex)
 
     async def list_snapshots(self) -> List[Dict[str, Any]]:
-        return loads(await self.list_snapshots_raw())
+        return await self._json(lib.dsh_store_list_snapshots_ex)
 
     async def _session(self, fn: Any, *args: Any) -> "AsyncSession":
         def call(token: Any) -> Session:
