@@ -64,6 +64,10 @@ pub enum Error {
     /// The operation does not exist for this backend (e.g. `read_raw` on SQLite).
     #[error("{0}")]
     Unsupported(String),
+    /// The caller's cancel token stopped the operation (issue 18); nothing
+    /// was changed.
+    #[error("{0}")]
+    Cancelled(String),
 }
 
 /// Data-free error classification (SPEC §6).
@@ -79,6 +83,7 @@ pub enum ErrorKind {
     Closed,
     Invariant,
     Unsupported,
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -95,6 +100,7 @@ impl ErrorKind {
             ErrorKind::Closed => "closed",
             ErrorKind::Invariant => "invariant",
             ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Cancelled => "cancelled",
         }
     }
 }
@@ -112,6 +118,7 @@ impl Error {
             Error::Closed(_) => ErrorKind::Closed,
             Error::Invariant(_) => ErrorKind::Invariant,
             Error::Unsupported(_) => ErrorKind::Unsupported,
+            Error::Cancelled(_) => ErrorKind::Cancelled,
         }
     }
 
@@ -243,6 +250,7 @@ impl Error {
             Error::Closed(m) => Error::Closed(wrap(m)),
             Error::Invariant(m) => Error::Invariant(wrap(m)),
             Error::Unsupported(m) => Error::Unsupported(wrap(m)),
+            Error::Cancelled(m) => Error::Cancelled(wrap(m)),
         }
     }
 }

@@ -16,6 +16,7 @@ export declare const Status: Readonly<{
   CLOSED: 8;
   INVARIANT: 9;
   UNSUPPORTED: 10;
+  CANCELLED: 11;
   PANIC: 99;
 }>;
 
@@ -136,6 +137,8 @@ export declare class BusyError extends DshError {}
 export declare class ClosedError extends DshError {}
 export declare class InvariantError extends DshError {}
 export declare class UnsupportedError extends DshError {}
+/** A `_ex` call stopped by its cancel token (Promise forms reject with an AbortError instead). */
+export declare class CancelledError extends DshError {}
 export declare class DshPanicError extends DshError {}
 
 declare abstract class Handle {
@@ -282,3 +285,58 @@ export declare const version: string;
 /** The loaded library file and its dsh_version(). */
 export declare const libraryPath: string;
 export declare const libraryVersion: string;
+
+// ---- Promise forms (issue 18) ----
+// They run on worker threads, off the event loop, and resolve with what the
+// synchronous method returns. A handle with a call in flight refuses a
+// synchronous close() (ConflictError); closeAsync() waits for its calls.
+
+/** Observation calls take an AbortSignal: the read stops between chunks or rows and rejects with an AbortError (a DOMException); the store is unchanged. */
+export interface AsyncReadOptions {
+  signal?: AbortSignal;
+}
+
+export interface Store {
+  closeAsync(): Promise<void>;
+  createAsync(header: SessionHeader | string): Promise<void>;
+  appendAsync(id: string, events: SessionEvent[] | string): Promise<void>;
+  loadAsync(id: string, opts?: AsyncReadOptions): Promise<SessionView>;
+  loadRawAsync(id: string, opts?: AsyncReadOptions): Promise<string>;
+  inspectAsync(id: string, opts?: AsyncReadOptions): Promise<SessionView>;
+  inspectRawAsync(id: string, opts?: AsyncReadOptions): Promise<string>;
+  readFromAsync(id: string, fromSeq?: number | bigint, opts?: AsyncReadOptions): Promise<SessionView>;
+  readFromRawAsync(id: string, fromSeq?: number | bigint, opts?: AsyncReadOptions): Promise<string>;
+  readRawAsync(id: string, opts?: AsyncReadOptions): Promise<RawArtifact | null>;
+  listAsync(opts?: AsyncReadOptions): Promise<SessionHeader[]>;
+  listSnapshotsAsync(opts?: AsyncReadOptions): Promise<Array<{ header: SessionHeader; revision: string }>>;
+  startAsync(header: SessionHeader | string): Promise<Session>;
+  resumeAsync(id: string, opts?: AsyncReadOptions): Promise<Session>;
+  forkAsync(sourceId: string, boundary?: number | bigint, child?: SessionHeader | string | null, opts?: AsyncReadOptions): Promise<Session>;
+}
+// eslint-disable-next-line @typescript-eslint/no-namespace
+export declare namespace Store {
+  function openAsync(config: StoreConfig | string): Promise<Store>;
+}
+
+export interface Session {
+  flushAsync(): Promise<void>;
+  /** Waits for the session's calls in flight, then drains and releases it (a failed drain leaves it open: retry, or discard()). */
+  closeAsync(): Promise<void>;
+}
+
+export interface PlanMode {
+  setAsync(session: Session, active: boolean): Promise<ReturnType<PlanMode['set']>>;
+  preStepAsync(session: Session): Promise<ReturnType<PlanMode['preStep']>>;
+  commandAsync(session: Session, rawInput: string, hasAttachments?: boolean): Promise<ReturnType<PlanMode['command']>>;
+  exitCheckAsync(session: Session, planMarkdown: string): Promise<ReturnType<PlanMode['exitCheck']>>;
+  exitAnswerAsync(session: Session, answer: ReviewAnswer | string): Promise<ReturnType<PlanMode['exitAnswer']>>;
+}
+
+/**
+ * Opt-in: installs SIGINT/SIGTERM (or `signals`) handlers that flush every open
+ * session, remove themselves and re-raise the signal. Returns a function that
+ * removes them. (A normal exit flushes open sessions without this.)
+ */
+export declare function installSignalHandlers(opts?: { signals?: string[] }): () => void;
+/** Flushes every open session synchronously (for a host's own signal handlers); returns how many failed. */
+export declare function flushOpenSessions(): number;

@@ -8,6 +8,8 @@ const { Store } = require('./src/store');
 const { Session } = require('./src/session');
 const { PlanMode } = require('./src/plan');
 const { Follower } = require('./src/follow');
+require('./src/async_api'); // the *Async Promise forms
+const exit = require('./src/exit');
 
 module.exports = {
   Store,
@@ -26,7 +28,10 @@ module.exports = {
   ClosedError: errors.ClosedError,
   InvariantError: errors.InvariantError,
   UnsupportedError: errors.UnsupportedError,
+  CancelledError: errors.CancelledError,
   DshPanicError: errors.DshPanicError,
+  installSignalHandlers: exit.installSignalHandlers,
+  flushOpenSessions: exit.flushAll,
   version: PACKAGE_VERSION,
   libraryPath,
   libraryVersion,

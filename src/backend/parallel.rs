@@ -16,10 +16,14 @@ where
 {
     let slot = Mutex::new(Some(second));
     let take = || slot.lock().ok().and_then(|mut s| s.take());
+    // The worker checks the caller's cancel token too.
+    let token = crate::store::cancel::current();
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("dsh-read".into())
-            .spawn_scoped(scope, || take().map(|f| f()));
+            .spawn_scoped(scope, || {
+                crate::store::cancel::scoped(token.as_ref(), || take().map(|f| f()))
+            });
         let a = first();
         let b = match worker {
             Ok(handle) => match handle.join() {

@@ -112,7 +112,7 @@ pub fn problem_exit_code(kind: &str) -> i32 {
         .map_or(EXIT_OTHER, exit_code)
 }
 
-const ALL_ERROR_KINDS: [ErrorKind; 10] = [
+const ALL_ERROR_KINDS: [ErrorKind; 11] = [
     ErrorKind::InvalidArgument,
     ErrorKind::NotFound,
     ErrorKind::Conflict,
@@ -123,6 +123,7 @@ const ALL_ERROR_KINDS: [ErrorKind; 10] = [
     ErrorKind::Closed,
     ErrorKind::Invariant,
     ErrorKind::Unsupported,
+    ErrorKind::Cancelled,
 ];
 
 /// Whether a live writer holds the session `id` (or, without an id, the

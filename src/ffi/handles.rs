@@ -41,6 +41,8 @@ pub(crate) enum Kind {
     Session,
     Plan,
     Follow,
+    Cancel,
+    Error,
 }
 
 impl Kind {
@@ -50,6 +52,8 @@ impl Kind {
             Kind::Session => "dsh_session",
             Kind::Plan => "dsh_plan",
             Kind::Follow => "dsh_follow",
+            Kind::Cancel => "dsh_cancel",
+            Kind::Error => "dsh_error",
         }
     }
 }

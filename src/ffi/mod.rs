@@ -10,8 +10,10 @@
 #![allow(non_camel_case_types)]
 
 mod args;
+pub mod async_ops;
 mod boundary;
 pub mod catalog;
+pub mod cancel;
 mod handles;
 pub mod manage;
 pub mod plan;
@@ -21,6 +23,7 @@ pub mod store;
 pub mod strings;
 
 pub use catalog::dsh_follow;
+pub use cancel::{dsh_cancel, dsh_error};
 pub use plan::dsh_plan;
 pub use session::dsh_session;
 pub use status::dsh_status;
@@ -33,6 +36,8 @@ const _: () = {
     assert_send_sync::<dsh_session>();
     assert_send_sync::<dsh_plan>();
     assert_send_sync::<dsh_follow>();
+    assert_send_sync::<dsh_cancel>();
+    assert_send_sync::<dsh_error>();
 };
 
 #[cfg(test)]

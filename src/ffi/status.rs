@@ -35,6 +35,8 @@ pub enum dsh_status {
     DSH_INVARIANT = 9,
     /// The operation does not exist for this backend (e.g. `read_raw` on SQLite).
     DSH_UNSUPPORTED = 10,
+    /// The call's cancel token (`dsh_cancel`) stopped it; nothing was changed.
+    DSH_CANCELLED = 11,
     /// A Rust panic was caught at the boundary; the message starts with `panic: `.
     DSH_PANIC = 99,
 }
@@ -53,6 +55,7 @@ pub(crate) fn status_of(kind: ErrorKind) -> dsh_status {
         ErrorKind::Closed => dsh_status::DSH_CLOSED,
         ErrorKind::Invariant => dsh_status::DSH_INVARIANT,
         ErrorKind::Unsupported => dsh_status::DSH_UNSUPPORTED,
+        ErrorKind::Cancelled => dsh_status::DSH_CANCELLED,
     }
 }
 
@@ -68,6 +71,7 @@ mod tests {
             (dsh_status::DSH_NOT_FOUND, 2),
             (dsh_status::DSH_CONFLICT, 3),
             (dsh_status::DSH_CORRUPTION, 4),
+            (dsh_status::DSH_CANCELLED, 11),
             (dsh_status::DSH_FORMAT_UNSUPPORTED, 5),
             (dsh_status::DSH_IO, 6),
             (dsh_status::DSH_BUSY, 7),

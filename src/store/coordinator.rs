@@ -27,6 +27,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 
 use super::cache::{Inspection, InspectionCache};
+use super::cancel::{Cancel, checkpoint, shield};
 use super::config::StoreConfig;
 use super::id_locks::IdLocks;
 use super::live::{LiveInner, LiveSession};
@@ -596,6 +597,8 @@ impl Store {
             return Ok(hit);
         }
         let insp = Arc::new(self.read_inspection(id)?);
+        // Cancelled after the read: the cache is left as it was.
+        checkpoint()?;
         self.shared.cache.lock().put(id, insp.clone());
         Ok(insp)
     }
@@ -626,9 +629,16 @@ impl Store {
             .revision(id)?
             .ok_or_else(|| not_found(id))?;
         if let Some(hit) = self.shared.cache.lock().take(id, &current) {
+            if let Err(e) = checkpoint() {
+                // Cancelled: the cache keeps what it had.
+                self.shared.cache.lock().put(id, hit);
+                return Err(e);
+            }
             return Ok(Arc::try_unwrap(hit).unwrap_or_else(|a| (*a).clone()));
         }
-        self.read_inspection(id)
+        let insp = self.read_inspection(id)?;
+        checkpoint()?;
+        Ok(insp)
     }
 
     /// Commits the repair of an inspection (torn tail and closers) and
@@ -636,8 +646,16 @@ impl Store {
     /// Commits the repair an inspection found (if any). Returns the header,
     /// the balanced events, the revision and the log's size count (what the
     /// read counted plus the closers, for the live session's `maxLogBytes`
-    /// count).
+    /// count). Not cancellable: a repair, once begun, runs to its end.
     fn commit(
+        &self,
+        id: &str,
+        insp: Inspection,
+    ) -> Result<(SessionHeader, Vec<Event>, Revision, u64)> {
+        shield(|| self.commit_now(id, insp))
+    }
+
+    fn commit_now(
         &self,
         id: &str,
         insp: Inspection,
@@ -662,8 +680,9 @@ impl Store {
     /// log; live — flush, then return the snapshot when no turn is open.
     pub fn load(&self, id: &str) -> Result<SessionView> {
         self.shared.check_open()?;
+        checkpoint()?;
         if let Some(live) = self.shared.live(id) {
-            live.flush()?;
+            shield(|| live.flush())?;
             let events = live.snapshot();
             if super::view::has_open_turn(&events) {
                 return Err(Error::conflict(format!(
@@ -704,6 +723,7 @@ impl Store {
     /// handle): nothing is written. The complete writes are returned when
     /// they end balanced; an open turn there is the writer's, so `busy`.
     fn load_under_writer(&self, id: &str, insp: Inspection, busy: &str) -> Result<SessionView> {
+        checkpoint()?;
         let durable = insp.stored.durable_len();
         let result = if has_open_turn(&insp.stored.events[..durable]) {
             Err(Error::Busy(format!(
@@ -723,6 +743,7 @@ impl Store {
     /// SPEC §6 `inspect`: an immutable balanced view; nothing is written.
     pub fn inspect(&self, id: &str) -> Result<SessionView> {
         self.shared.check_open()?;
+        checkpoint()?;
         if let Some(live) = self.shared.live(id) {
             return Ok(SessionView {
                 header: live.header().clone(),
@@ -743,8 +764,9 @@ impl Store {
                 "read_from start must be a non-negative integer, got {from}"
             )));
         }
+        checkpoint()?;
         if let Some(live) = self.shared.live(id) {
-            live.flush()?;
+            shield(|| live.flush())?;
         }
         let from = from as u64;
         let mut scanned = self
@@ -793,6 +815,7 @@ impl Store {
     /// The decoded artifact (JSONL); `None` when not stored.
     pub fn read_raw(&self, id: &str) -> Result<Option<RawArtifact>> {
         self.shared.check_open()?;
+        checkpoint()?;
         let mut raw = self.shared.backend.read_raw(id)?;
         if let Some(r) = raw.as_mut() {
             // An uncompressed log ending in part of a line that a live
@@ -818,19 +841,72 @@ impl Store {
     /// Headers of the materialized sessions.
     pub fn list(&self) -> Result<Vec<SessionHeader>> {
         self.shared.check_open()?;
+        checkpoint()?;
         self.shared.backend.list()
     }
 
     /// Headers plus revision tokens, without reading logs.
     pub fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {
         self.shared.check_open()?;
+        checkpoint()?;
         self.shared.backend.list_snapshots()
+    }
+
+    /// [`Store::load`] under `cancel`: checked between the chunks, frames
+    /// or rows of the read and once more before the repair is committed;
+    /// a cancelled load returns [`Error::Cancelled`] and changes nothing
+    /// (no repair, the inspection cache as it was). Once the repair began,
+    /// it finishes.
+    pub fn load_with_cancel(&self, id: &str, cancel: &Cancel) -> Result<SessionView> {
+        cancel.scope(|| self.load(id))
+    }
+
+    /// [`Store::inspect`] under `cancel` (see [`Store::load_with_cancel`]).
+    pub fn inspect_with_cancel(&self, id: &str, cancel: &Cancel) -> Result<SessionView> {
+        cancel.scope(|| self.inspect(id))
+    }
+
+    /// [`Store::read_from`] under `cancel` (a live session's flush, once
+    /// begun, finishes).
+    pub fn read_from_with_cancel(
+        &self,
+        id: &str,
+        from: i64,
+        cancel: &Cancel,
+    ) -> Result<SessionView> {
+        cancel.scope(|| self.read_from(id, from))
+    }
+
+    /// [`Store::read_raw`] under `cancel` (checked before the read).
+    pub fn read_raw_with_cancel(&self, id: &str, cancel: &Cancel) -> Result<Option<RawArtifact>> {
+        cancel.scope(|| self.read_raw(id))
+    }
+
+    /// [`Store::list`] under `cancel` (checked between sessions).
+    pub fn list_with_cancel(&self, cancel: &Cancel) -> Result<Vec<SessionHeader>> {
+        cancel.scope(|| self.list())
+    }
+
+    /// [`Store::list_snapshots`] under `cancel` (checked between sessions).
+    pub fn list_snapshots_with_cancel(
+        &self,
+        cancel: &Cancel,
+    ) -> Result<Vec<(SessionHeader, Revision)>> {
+        cancel.scope(|| self.list_snapshots())
+    }
+
+    /// [`Store::resume`] under `cancel`: checked while the log is read;
+    /// once the repair or the publication began, it finishes.
+    pub fn resume_with_cancel(&self, id: &str, cancel: &Cancel) -> Result<LiveSession> {
+        let p = cancel.scope(|| self.prepare(id))?;
+        self.publish(p)
     }
 
     /// SPEC §6 `prepare`: commit the pending repair, reserve the id, and
     /// return the exact session resume will publish.
     pub fn prepare(&self, id: &str) -> Result<PreparedSession> {
         self.shared.check_open()?;
+        checkpoint()?;
         let _g = self.shared.ids.lock(id);
         {
             let reg = self.shared.registry.lock();

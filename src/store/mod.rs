@@ -3,6 +3,7 @@
 
 pub mod cache;
 pub mod catalog;
+pub mod cancel;
 pub mod config;
 pub mod coordinator;
 pub mod id_locks;
@@ -13,6 +14,7 @@ pub mod write_behind;
 
 use std::sync::Arc;
 
+pub use cancel::Cancel;
 pub use config::{
     BackendConfig, Compression, JournalMode, JsonlConfig, PostgresConfig, SqliteConfig, SslMode,
     StoreConfig,

@@ -16,6 +16,7 @@ const Status = Object.freeze({
   CLOSED: 8,
   INVARIANT: 9,
   UNSUPPORTED: 10,
+  CANCELLED: 11,
   PANIC: 99,
 });
 
@@ -57,6 +58,7 @@ const BusyError = kindClass('BusyError', 'busy');
 const ClosedError = kindClass('ClosedError', 'closed');
 const InvariantError = kindClass('InvariantError', 'invariant');
 const UnsupportedError = kindClass('UnsupportedError', 'unsupported');
+const CancelledError = kindClass('CancelledError', 'cancelled');
 const DshPanicError = kindClass('DshPanicError', 'panic');
 
 const BY_STATUS = new Map([
@@ -70,6 +72,7 @@ const BY_STATUS = new Map([
   [Status.CLOSED, ClosedError],
   [Status.INVARIANT, InvariantError],
   [Status.UNSUPPORTED, UnsupportedError],
+  [Status.CANCELLED, CancelledError],
   [Status.PANIC, DshPanicError],
 ]);
 
@@ -92,6 +95,7 @@ module.exports = {
   ClosedError,
   InvariantError,
   UnsupportedError,
+  CancelledError,
   DshPanicError,
   errorForStatus,
 };

@@ -12,10 +12,11 @@
 // - The FinalizationRegistry is only a safety net: finalizers may run late or
 //   never, so close sessions explicitly to make them durable.
 //
-// Calls are synchronous, so on one JS thread no call can be in flight while
-// close runs; handles cannot be shared with worker threads.
+// Promise forms (src/async.js) run on worker threads: each holds the handle
+// in flight (`_begin`/`_end`); a synchronous close() refuses while one is,
+// and closeAsync() waits for them. Handles cannot be shared with JS workers.
 
-const { ClosedError, Status } = require('./errors');
+const { ClosedError, ConflictError, Status } = require('./errors');
 
 const registry = new FinalizationRegistry(({ release, discard, ptr }) => {
   try {
@@ -37,6 +38,8 @@ class Handle {
   #release;
   #discard;
   #kind;
+  #inflight = 0;
+  #idle = [];
 
   /**
    * @param {object} ptr the koffi pointer
@@ -64,10 +67,50 @@ class Handle {
     return this.#ptr;
   }
 
-  /** Releases the handle. Idempotent. */
+  /** Marks an async call in flight on this handle (close waits for it); returns the pointer. */
+  _begin() {
+    const ptr = this._ptr();
+    this.#inflight += 1;
+    return ptr;
+  }
+
+  /** Ends what `_begin()` started. */
+  _end() {
+    this.#inflight -= 1;
+    if (this.#inflight === 0) for (const resolve of this.#idle.splice(0)) resolve();
+  }
+
+  /** Resolves once no async call is in flight. */
+  _idle() {
+    return this.#inflight === 0 ? Promise.resolve() : new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  /**
+   * Takes the pointer for an async close (after `_idle()`): the handle reads
+   * as closed; `_reattach(ptr)` gives it back when the close failed and may
+   * be retried. Null when already closed.
+   */
+  _detach() {
+    const ptr = this.#ptr;
+    if (ptr === null) return null;
+    this.#ptr = null;
+    registry.unregister(this);
+    return ptr;
+  }
+
+  _reattach(ptr) {
+    if (!this.#discard) return;
+    this.#ptr = ptr;
+    registry.register(this, { release: this.#release, discard: this.#discard, ptr }, this);
+  }
+
+  /** Releases the handle. Idempotent. Throws while an async call on it is in flight. */
   close() {
     const ptr = this.#ptr;
     if (ptr === null) return;
+    if (this.#inflight > 0) {
+      throw new ConflictError(Status.CONFLICT, `this ${this.#kind} has ${this.#inflight} async call(s) in flight: await them (or use closeAsync()) before close()`);
+    }
     this.#ptr = null;
     registry.unregister(this);
     try {

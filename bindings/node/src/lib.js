@@ -10,8 +10,9 @@
 // repository only, the crate's target/release (bindings/node → ../../target/release).
 // The library's major.minor version must equal this package's.
 //
-// Calls are synchronous only: the last error is thread-local and koffi's
-// `.async` runs on worker threads (STYLE-ffi §12).
+// Synchronous calls read the thread-local last error; the Promise forms
+// (src/async.js) call the `_ex` functions with koffi's `.async`, which run on
+// worker threads and hand their failure back as a dsh_error object.
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -86,6 +87,8 @@ koffi.opaque('dsh_store');
 koffi.opaque('dsh_session');
 koffi.opaque('dsh_plan');
 koffi.opaque('dsh_follow');
+koffi.opaque('dsh_cancel');
+koffi.opaque('dsh_error');
 
 // Borrowed strings (dsh_version, dsh_last_error*) are plain `const char *`.
 const dsh_free = lib.func('void dsh_free(void *s)');
@@ -147,6 +150,34 @@ const PROTOTYPES = [
   'dsh_status dsh_plan_exit_check(dsh_plan *plan, dsh_session *session, const char *plan_markdown, _Out_ dsh_owned_str *out_json)',
   'dsh_status dsh_plan_exit_answer(dsh_plan *plan, dsh_session *session, const char *answer_json, _Out_ dsh_owned_str *out_json)',
   'dsh_status dsh_plan_project(const char *events_json, _Out_ dsh_owned_str *out_json)',
+  // cancel tokens, error objects and the _ex forms (src/async.js calls them with koffi's .async)
+  'dsh_status dsh_store_open_ex(const char *config_json, _Out_ dsh_store **out, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_close_ex(dsh_store *store, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_create_ex(dsh_store *store, const char *header_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_append_ex(dsh_store *store, const char *id, const char *events_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_load_ex(dsh_store *store, const char *id, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_inspect_ex(dsh_store *store, const char *id, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_read_from_ex(dsh_store *store, const char *id, uint64_t from_seq, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_read_raw_ex(dsh_store *store, const char *id, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_list_ex(dsh_store *store, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_list_snapshots_ex(dsh_store *store, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_session_start_ex(dsh_store *store, const char *header_json, _Out_ dsh_session **out, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_session_resume_ex(dsh_store *store, const char *id, _Out_ dsh_session **out, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_session_fork_ex(dsh_store *store, const char *source_id, int64_t boundary, const char *child_header_json, _Out_ dsh_session **out, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_session_flush_ex(dsh_session *session, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_session_close_ex(dsh_session *session, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_plan_set_ex(dsh_plan *plan, dsh_session *session, bool active, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_plan_pre_step_ex(dsh_plan *plan, dsh_session *session, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_plan_command_ex(dsh_plan *plan, dsh_session *session, const char *raw_input, bool has_attachments, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_plan_exit_check_ex(dsh_plan *plan, dsh_session *session, const char *plan_markdown, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_plan_exit_answer_ex(dsh_plan *plan, dsh_session *session, const char *answer_json, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_cancel_new(_Out_ dsh_cancel **out)',
+  'dsh_status dsh_cancel_cancel(dsh_cancel *cancel)',
+  'dsh_status dsh_cancel_free(dsh_cancel *cancel)',
+  'dsh_status dsh_error_status(const dsh_error *error)',
+  'const char *dsh_error_message(const dsh_error *error)',
+  'const char *dsh_error_code(const dsh_error *error)',
+  'dsh_status dsh_error_free(dsh_error *error)',
 ];
 
 /** name -> koffi function */

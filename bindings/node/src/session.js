@@ -5,6 +5,7 @@ const { fns, call, callText, callRequiredText } = require('./lib');
 const { Handle } = require('./handle');
 const { InvariantError, Status } = require('./errors');
 const args = require('./args');
+const exit = require('./exit');
 
 /**
  * A live session, from store.start(), store.resume() or store.fork().
@@ -29,12 +30,20 @@ class Session extends Handle {
   constructor(ptr, store) {
     super(
       ptr,
-      (p) => call(fns.dsh_session_close, p),
+      (p) => {
+        call(fns.dsh_session_close, p);
+        exit.untrack(p);
+      },
       'session',
-      (p) => fns.dsh_session_free(p),
+      (p) => {
+        fns.dsh_session_free(p);
+        exit.untrack(p);
+      },
     );
     /** The store this session belongs to. */
     this.store = store;
+    // Flushed at process exit while open (src/exit.js).
+    exit.track(ptr);
   }
 
   /**

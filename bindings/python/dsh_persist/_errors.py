@@ -22,6 +22,7 @@ DSH_BUSY = 7
 DSH_CLOSED = 8
 DSH_INVARIANT = 9
 DSH_UNSUPPORTED = 10
+DSH_CANCELLED = 11
 DSH_PANIC = 99
 
 
@@ -123,6 +124,13 @@ class UnsupportedError(DshError):
     kind = "unsupported"
 
 
+class CancelledError(DshError):
+    """A call stopped by its cancel token (status 11); nothing was changed.
+    (:mod:`dsh_persist.aio` raises :class:`asyncio.CancelledError` instead.)"""
+
+    kind = "cancelled"
+
+
 class DshPanicError(DshError):
     """A Rust panic was caught at the C boundary (status 99)."""
 
@@ -140,6 +148,7 @@ _BY_STATUS: Dict[int, Type[DshError]] = {
     DSH_CLOSED: ClosedError,
     DSH_INVARIANT: InvariantError,
     DSH_UNSUPPORTED: UnsupportedError,
+    DSH_CANCELLED: CancelledError,
     DSH_PANIC: DshPanicError,
 }
 
@@ -151,6 +160,7 @@ def error_for_status(status: int, message: str, code: Optional[str] = None) -> D
 
 
 __all__ = [
+    "CancelledError",
     "DshError",
     "InvalidArgumentError",
     "NotFoundError",

@@ -55,10 +55,20 @@ class dsh_follow(ctypes.Structure):
     """Opaque ``dsh_follow`` (used only through ``POINTER``)."""
 
 
+class dsh_cancel(ctypes.Structure):
+    """Opaque ``dsh_cancel`` (used only through ``POINTER``)."""
+
+
+class dsh_error(ctypes.Structure):
+    """Opaque ``dsh_error`` (used only through ``POINTER``)."""
+
+
 store_p = POINTER(dsh_store)
 session_p = POINTER(dsh_session)
 plan_p = POINTER(dsh_plan)
 follow_p = POINTER(dsh_follow)
+cancel_p = POINTER(dsh_cancel)
+error_p = POINTER(dsh_error)
 # An owned `char **out`: kept as a raw address so it can be handed to dsh_free.
 out_str = POINTER(c_void_p)
 
@@ -118,6 +128,34 @@ DECLARATIONS: List[Tuple[str, Any, Sequence[Any]]] = [
     ("dsh_plan_exit_check", STATUS, [plan_p, session_p, c_char_p, out_str]),
     ("dsh_plan_exit_answer", STATUS, [plan_p, session_p, c_char_p, out_str]),
     ("dsh_plan_project", STATUS, [c_char_p, out_str]),
+    # cancel tokens, error objects and the _ex forms (issue 18; dsh_persist.aio)
+    ("dsh_cancel_new", STATUS, [POINTER(cancel_p)]),
+    ("dsh_cancel_cancel", STATUS, [cancel_p]),
+    ("dsh_cancel_free", STATUS, [cancel_p]),
+    ("dsh_error_status", c_int, [error_p]),
+    ("dsh_error_message", c_char_p, [error_p]),
+    ("dsh_error_code", c_char_p, [error_p]),
+    ("dsh_error_free", STATUS, [error_p]),
+    ("dsh_store_open_ex", STATUS, [c_char_p, POINTER(store_p), cancel_p, POINTER(error_p)]),
+    ("dsh_store_close_ex", STATUS, [store_p, cancel_p, POINTER(error_p)]),
+    ("dsh_store_create_ex", STATUS, [store_p, c_char_p, cancel_p, POINTER(error_p)]),
+    ("dsh_store_append_ex", STATUS, [store_p, c_char_p, c_char_p, cancel_p, POINTER(error_p)]),
+    ("dsh_store_load_ex", STATUS, [store_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_store_inspect_ex", STATUS, [store_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_store_read_from_ex", STATUS, [store_p, c_char_p, c_uint64, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_store_read_raw_ex", STATUS, [store_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_store_list_ex", STATUS, [store_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_store_list_snapshots_ex", STATUS, [store_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_session_start_ex", STATUS, [store_p, c_char_p, POINTER(session_p), cancel_p, POINTER(error_p)]),
+    ("dsh_session_resume_ex", STATUS, [store_p, c_char_p, POINTER(session_p), cancel_p, POINTER(error_p)]),
+    ("dsh_session_fork_ex", STATUS, [store_p, c_char_p, c_int64, c_char_p, POINTER(session_p), cancel_p, POINTER(error_p)]),
+    ("dsh_session_flush_ex", STATUS, [session_p, cancel_p, POINTER(error_p)]),
+    ("dsh_session_close_ex", STATUS, [session_p, cancel_p, POINTER(error_p)]),
+    ("dsh_plan_set_ex", STATUS, [plan_p, session_p, c_bool, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_plan_pre_step_ex", STATUS, [plan_p, session_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_plan_command_ex", STATUS, [plan_p, session_p, c_char_p, c_bool, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_plan_exit_check_ex", STATUS, [plan_p, session_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_plan_exit_answer_ex", STATUS, [plan_p, session_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
 ]
 
 

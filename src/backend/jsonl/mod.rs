@@ -345,6 +345,7 @@ impl JsonlBackend {
             let project_fd = nofollow::dir_at(&root_fd, project.as_str())
                 .map_err(|e| nofollow::io_err("cannot open", &pdir, 1, e))?;
             for session in sessions {
+                crate::store::cancel::checkpoint()?;
                 let sdir = pdir.join(&session);
                 let Some(file) = layout::session_file(&sdir, self.compression)? else {
                     continue;

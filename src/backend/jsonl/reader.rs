@@ -662,7 +662,10 @@ fn read_more(
 /// first starts at file offset `offset`) into `part`.
 fn parse_plain_lines(part: &mut Parsed<'_>, text: &[u8], offset: u64) -> Result<()> {
     let mut start = 0;
-    for nl in memchr::memchr_iter(b'\n', text) {
+    for (k, nl) in memchr::memchr_iter(b'\n', text).enumerate() {
+        if k % 256 == 0 {
+            crate::store::cancel::checkpoint()?;
+        }
         part.line(&text[start..nl], Cut::Byte(offset + start as u64))?;
         start = nl + 1;
     }
@@ -780,6 +783,7 @@ fn parse_frames(
     let mut dec = FrameDecoder::bounded(part.bounds.limits.record());
     let mut out = Vec::new();
     for (k, frame) in frames.iter().enumerate() {
+        crate::store::cancel::checkpoint()?;
         part.frame(&mut dec, buf, frame, first_index + k, &mut out)?;
     }
     Ok(())

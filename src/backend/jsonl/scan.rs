@@ -354,6 +354,7 @@ impl JsonlBackend {
         // (id, session index) of every session whose header was read.
         let mut headers: Vec<(String, usize)> = Vec::new();
         for entry in entries(self.root())? {
+            crate::store::cancel::checkpoint()?;
             match entry.kind {
                 EntryKind::Dir if entry.name.to_str().is_some_and(is_cache_dir) => {}
                 EntryKind::Dir if entry.name.to_str().is_some_and(is_store_dir) => {

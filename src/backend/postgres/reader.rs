@@ -153,6 +153,7 @@ pub fn read_log(
     {
         let mut rows = tx.query_raw(&log_stmt, [&id as &(dyn postgres::types::ToSql + Sync)])?;
         while let Some(r) = rows.next()? {
+            crate::store::cancel::checkpoint()?;
             sink(stored_row(&r)?);
         }
     }
@@ -182,11 +183,11 @@ pub fn fetch_suffix(
     };
     let session = readable(session)?;
     let (from, k_sql) = scan::suffix_lookback_seq(k);
-    let rows = tx
-        .query(&suffix_stmt, &[&id, &from, &k_sql])?
-        .iter()
-        .map(stored_row)
-        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut rows = Vec::new();
+    for r in tx.query(&suffix_stmt, &[&id, &from, &k_sql])?.iter() {
+        crate::store::cancel::checkpoint()?;
+        rows.push(stored_row(r)?);
+    }
     tx.commit()?;
     Ok(Some((session, rows)))
 }

@@ -281,6 +281,8 @@ where
     E: From<Error>,
 {
     let queue = crate::backend::parallel::StretchQueue::default();
+    // The fetch loop checks the caller's cancel token; the decoding worker
+    // has no checkpoint (it ends when the fetch does).
     std::thread::scope(|scope| {
         // Closes the queue on every way out, so the worker always ends.
         let _close = queue.closer();

@@ -154,12 +154,14 @@ pub fn list_headers(conn: &Connection, label: &str) -> Result<Vec<SessionHeader>
             let mut rest = conn.prepare_cached(LIST_FROM_SQL).map_err(err)?;
             let mut rest_rows = rest.query([rowid]).map_err(err)?;
             while let Some(r) = rest_rows.next().map_err(err)? {
+                crate::store::cancel::checkpoint()?;
                 let (header, invalid) = header_from_sql(r).map_err(err)?;
                 note(out.len(), invalid);
                 out.push(header);
             }
             break;
         }
+        crate::store::cancel::checkpoint()?;
         let (header, invalid) = plain_header_from_sql(r).map_err(err)?;
         note(out.len(), invalid);
         out.push(header);
@@ -265,6 +267,7 @@ impl<'a> FetchBounds<'a> {
     }
 
     fn row(&mut self, r: &rusqlite::Row<'_>) -> Result<StoredRow> {
+        crate::store::cancel::checkpoint()?;
         let ctx = || format!("cannot read the events of session {}", quote(self.id));
         match StoredRow::fetch(r, self.limits.max_record_bytes)
             .map_err(|e| sql_error(self.label, &ctx(), e))?

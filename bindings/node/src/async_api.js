@@ -1,0 +1,139 @@
+'use strict';
+// The Promise forms of every operation that may touch the disk (issue 18),
+// one line each over `runAsync` (src/async.js): they run off the event loop
+// and resolve with what the synchronous method returns. Observation calls
+// (load, inspect, readFrom, readRaw, list, listSnapshots) take
+// `{signal}`: an AbortSignal that stops the read between chunks or rows and
+// rejects with an AbortError, leaving the store unchanged. `append` stays
+// synchronous (it does not touch the disk).
+
+const { fns } = require('./lib');
+const { runAsync } = require('./async');
+const { Store } = require('./store');
+const { Session } = require('./session');
+const { PlanMode } = require('./plan');
+const { InvalidArgumentError, Status } = require('./errors');
+const args = require('./args');
+const exit = require('./exit');
+
+const sig = (opts) => (opts && opts.signal) || null;
+const parse = (t) => JSON.parse(t);
+
+function checkSession(session) {
+  if (!(session instanceof Session)) throw new TypeError(`session must be a Session, not ${args.typeName(session)}`);
+}
+
+// ---- Store ----
+Store.openAsync = async function openAsync(config) {
+  const raw = args.jsonArg(config, 'config', { array: false });
+  return new Store(await runAsync(fns.dsh_store_open_ex, [raw], { out: 'handle' }));
+};
+
+Object.assign(Store.prototype, {
+  async closeAsync() {
+    await this._idle();
+    const ptr = this._detach();
+    if (ptr !== null) await runAsync(fns.dsh_store_close_ex, [ptr]);
+  },
+  createAsync(header) {
+    const raw = args.jsonArg(header, 'header', { array: false });
+    return runAsync(fns.dsh_store_create_ex, [this._ptr(), raw], { handles: [this] });
+  },
+  appendAsync(id, events) {
+    const raw = args.jsonArg(events, 'events', { array: true, what: 'session event batch' });
+    return runAsync(fns.dsh_store_append_ex, [this._ptr(), args.text(id, 'id'), raw], { handles: [this] });
+  },
+  loadRawAsync(id, opts) {
+    return runAsync(fns.dsh_store_load_ex, [this._ptr(), args.text(id, 'id')], { handles: [this], signal: sig(opts), out: 'text' });
+  },
+  async loadAsync(id, opts) {
+    return parse(await this.loadRawAsync(id, opts));
+  },
+  inspectRawAsync(id, opts) {
+    return runAsync(fns.dsh_store_inspect_ex, [this._ptr(), args.text(id, 'id')], { handles: [this], signal: sig(opts), out: 'text' });
+  },
+  async inspectAsync(id, opts) {
+    return parse(await this.inspectRawAsync(id, opts));
+  },
+  readFromRawAsync(id, fromSeq = 0, opts) {
+    const a = [this._ptr(), args.text(id, 'id'), args.uint64(fromSeq, 'fromSeq')];
+    return runAsync(fns.dsh_store_read_from_ex, a, { handles: [this], signal: sig(opts), out: 'text' });
+  },
+  async readFromAsync(id, fromSeq = 0, opts) {
+    return parse(await this.readFromRawAsync(id, fromSeq, opts));
+  },
+  async readRawAsync(id, opts) {
+    const t = await runAsync(fns.dsh_store_read_raw_ex, [this._ptr(), args.text(id, 'id')], { handles: [this], signal: sig(opts), out: 'text' });
+    return t === null || t === undefined ? null : parse(t);
+  },
+  async listAsync(opts) {
+    return parse(await runAsync(fns.dsh_store_list_ex, [this._ptr()], { handles: [this], signal: sig(opts), out: 'text' }));
+  },
+  async listSnapshotsAsync(opts) {
+    return parse(await runAsync(fns.dsh_store_list_snapshots_ex, [this._ptr()], { handles: [this], signal: sig(opts), out: 'text' }));
+  },
+  async startAsync(header) {
+    const raw = args.jsonArg(header, 'header', { array: false });
+    return new Session(await runAsync(fns.dsh_session_start_ex, [this._ptr(), raw], { handles: [this], out: 'handle' }), this);
+  },
+  async resumeAsync(id, opts) {
+    const a = [this._ptr(), args.text(id, 'id')];
+    return new Session(await runAsync(fns.dsh_session_resume_ex, a, { handles: [this], signal: sig(opts), out: 'handle' }), this);
+  },
+  async forkAsync(sourceId, boundary = -1, child = null, opts) {
+    if (typeof boundary !== 'number' && typeof boundary !== 'bigint') {
+      throw new TypeError(`boundary must be a number or bigint, not ${args.typeName(boundary)}`);
+    }
+    if (typeof boundary === 'number' ? !Number.isSafeInteger(boundary) || boundary < -1 : boundary < -1n || boundary >= 1n << 63n) {
+      throw new InvalidArgumentError(Status.INVALID_ARGUMENT, `boundary must be -1 (last) or a seq, got ${boundary}`);
+    }
+    const rawChild = child === null || child === undefined ? null : args.jsonArg(child, 'child', { array: false });
+    const a = [this._ptr(), args.text(sourceId, 'sourceId'), boundary, rawChild];
+    return new Session(await runAsync(fns.dsh_session_fork_ex, a, { handles: [this], signal: sig(opts), out: 'handle' }), this);
+  },
+});
+
+// ---- Session ----
+Object.assign(Session.prototype, {
+  flushAsync() {
+    return runAsync(fns.dsh_session_flush_ex, [this._ptr()], { handles: [this] });
+  },
+  async closeAsync() {
+    await this._idle();
+    const ptr = this._detach();
+    if (ptr === null) return;
+    try {
+      await runAsync(fns.dsh_session_close_ex, [ptr]);
+      exit.untrack(ptr);
+    } catch (e) {
+      this._reattach(ptr); // the drain failed: retry close, or discard()
+      throw e;
+    }
+  },
+});
+
+// ---- PlanMode (the calls that may append to the session) ----
+function planAsync(plan, fn, session, ...rest) {
+  checkSession(session);
+  return runAsync(fn, [plan._ptr(), session._ptr(), ...rest], { handles: [plan, session], out: 'text' }).then(parse);
+}
+
+Object.assign(PlanMode.prototype, {
+  setAsync(session, active) {
+    return planAsync(this, fns.dsh_plan_set_ex, session, args.bool(active, 'active'));
+  },
+  preStepAsync(session) {
+    return planAsync(this, fns.dsh_plan_pre_step_ex, session);
+  },
+  commandAsync(session, rawInput, hasAttachments = false) {
+    return planAsync(this, fns.dsh_plan_command_ex, session, args.text(rawInput, 'rawInput'), args.bool(hasAttachments, 'hasAttachments'));
+  },
+  exitCheckAsync(session, planMarkdown) {
+    return planAsync(this, fns.dsh_plan_exit_check_ex, session, args.text(planMarkdown, 'planMarkdown'));
+  },
+  exitAnswerAsync(session, answer) {
+    return planAsync(this, fns.dsh_plan_exit_answer_ex, session, args.jsonArg(answer, 'answer', { array: false }));
+  },
+});
+
+module.exports = {};

@@ -1,0 +1,306 @@
+"""asyncio forms of the store and its live sessions (issue 18).
+
+    from dsh_persist.aio import AsyncStore
+
+    async with AsyncStore.open({"backend": "jsonl", "root": "/tmp/logs"}) as store:
+        async with await store.start({"id": "s1"}) as session:
+            session.append("turn/start", {"turn": 1})   # synchronous: no disk
+            await session.flush()
+        view = await store.load("s1")
+
+Every call that may touch the disk runs in a worker thread (the loop's
+default executor; ctypes releases the GIL), so the event loop keeps running.
+The reads (``load``, ``inspect``, ``read_from``, ``read_raw``, ``list``,
+``list_snapshots``, and the reads of ``resume`` and ``fork``) are
+cancellable: cancelling the awaiting task sets the library's cancel token
+(``dsh_cancel``), the read stops between chunks or rows, the await raises
+:class:`asyncio.CancelledError` once the worker has stopped, and the store
+is unchanged. Writes run to their end once begun (a cancelled task still
+waits for them, then raises ``CancelledError``).
+
+Two helpers carry every operation: :func:`_in_thread` (a synchronous method
+in the executor) and :func:`_cancellable` (an ``_ex`` read under a token), so
+a new operation gets its async form in one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import functools
+from ctypes import c_void_p
+from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
+
+from . import _lib
+from ._lib import check_uint, encode_text, lib, loads, required
+from .plan import PlanMode
+from .session import Session
+from .store import Store
+
+T = TypeVar("T")
+Json = Any
+
+
+async def _in_thread(fn: Callable[..., T], *args: Any) -> T:
+    """Runs ``fn(*args)`` in the loop's executor. A cancelled await waits for
+    the call to end (its handle stays in use until then), then re-raises."""
+    fut = asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args))
+    return await _settle(fut, on_cancel=None)
+
+
+async def _settle(fut: "asyncio.Future[T]", on_cancel: Optional[Callable[[], None]]) -> T:
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        if on_cancel is not None:
+            on_cancel()
+        # The worker must be done before the caller sees the cancellation:
+        # nothing of this call runs on after it (and its token can be freed).
+        while not fut.done():
+            try:
+                await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                continue
+            except BaseException:
+                break
+        raise
+
+
+def _read_ex(handle: Any, fn: Any, args: tuple, token: Any) -> Optional[str]:
+    """Calls ``fn(ptr, *args, &out, token, NULL)`` (an ``_ex`` read) on this
+    worker thread; its errcheck reads the last error on this same thread."""
+    out = c_void_p()
+    with handle._use() as ptr:
+        fn(ptr, *args, ctypes.byref(out), token, None)
+    try:
+        if out.value is None:
+            return None
+        return ctypes.string_at(out.value).decode("utf-8")
+    finally:
+        lib.dsh_free(out)
+
+
+def _handle_ex(handle: Any, fn: Any, args: tuple, token: Any, out: Any) -> None:
+    """As :func:`_read_ex` for an ``_ex`` call whose result is a handle."""
+    with handle._use() as ptr:
+        fn(ptr, *args, ctypes.byref(out), token, None)
+
+
+async def _cancellable(call: Callable[[Any], T]) -> T:
+    """Runs ``call(token)`` in the executor under a new cancel token that the
+    cancellation of the awaiting task sets."""
+    token = _lib.cancel_p()
+    lib.dsh_cancel_new(ctypes.byref(token))
+    try:
+        fut = asyncio.get_running_loop().run_in_executor(None, call, token)
+        return await _settle(fut, on_cancel=lambda: lib.dsh_cancel_cancel(token))
+    finally:
+        lib.dsh_cancel_free(token)
+
+
+class _Opening:
+    """``await AsyncStore.open(cfg)`` or ``async with AsyncStore.open(cfg) as s``."""
+
+    def __init__(self, config: Any) -> None:
+        self._config = config
+        self._store: Optional[AsyncStore] = None
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        return self._open().__await__()
+
+    async def _open(self) -> "AsyncStore":
+        return AsyncStore(await _in_thread(Store.open, self._config))
+
+    async def __aenter__(self) -> "AsyncStore":
+        self._store = await self._open()
+        return self._store
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._store is not None:
+            await self._store.close()
+
+
+class AsyncStore:
+    """A :class:`~dsh_persist.Store` whose disk work runs off the event loop.
+
+    ``sync`` is the underlying store (its synchronous methods stay usable)."""
+
+    def __init__(self, store: Store) -> None:
+        self.sync = store
+
+    @staticmethod
+    def open(config: Any) -> _Opening:
+        """Opens a store (see :meth:`Store.open`); await it or use ``async with``."""
+        return _Opening(config)
+
+    async def close(self) -> None:
+        """Drains every live session and closes the store (waits for calls in flight)."""
+        await _in_thread(self.sync.close)
+
+    @property
+    def closed(self) -> bool:
+        return self.sync.closed
+
+    async def __aenter__(self) -> "AsyncStore":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    # -- writes (run to their end once begun) ----------------------------------
+
+    async def create(self, header: Any) -> None:
+        await _in_thread(self.sync.create, header)
+
+    async def append(self, session_id: str, events: Union[List[Json], str]) -> None:
+        await _in_thread(self.sync.append, session_id, events)
+
+    async def start(self, header: Any) -> "AsyncSession":
+        return AsyncSession(await _in_thread(self.sync.start, header))
+
+    # -- cancellable reads -------------------------------------------------------
+
+    def _text(self, fn: Any, *args: Any) -> "asyncio.Future[str]":
+        return _cancellable(lambda t: required(_read_ex(self.sync, fn, args, t), fn))  # type: ignore[return-value]
+
+    def _json(self, fn: Any, *args: Any) -> "asyncio.Future[Any]":
+        # Parsed in the worker too: a large log's json.loads stays off the loop
+        # (the GIL still switches every sys.getswitchinterval()).
+        return _cancellable(lambda t: loads(required(_read_ex(self.sync, fn, args, t), fn)))  # type: ignore[return-value]
+
+    async def load_raw(self, session_id: str) -> str:
+        return await self._text(lib.dsh_store_load_ex, encode_text(session_id, "session_id"))
+
+    async def load(self, session_id: str) -> Dict[str, Any]:
+        """:meth:`Store.load`; cancelled before its repair began, it commits none."""
+        return await self._json(lib.dsh_store_load_ex, encode_text(session_id, "session_id"))
+
+    async def inspect_raw(self, session_id: str) -> str:
+        return await self._text(lib.dsh_store_inspect_ex, encode_text(session_id, "session_id"))
+
+    async def inspect(self, session_id: str) -> Dict[str, Any]:
+        return await self._json(lib.dsh_store_inspect_ex, encode_text(session_id, "session_id"))
+
+    async def read_from_raw(self, session_id: str, from_seq: int = 0) -> str:
+        sid = encode_text(session_id, "session_id")
+        return await self._text(lib.dsh_store_read_from_ex, sid, check_uint(from_seq, "from_seq"))
+
+    async def read_from(self, session_id: str, from_seq: int = 0) -> Dict[str, Any]:
+        sid = encode_text(session_id, "session_id")
+        return await self._json(lib.dsh_store_read_from_ex, sid, check_uint(from_seq, "from_seq"))
+
+    async def read_raw(self, session_id: str) -> Optional[Dict[str, Any]]:
+        sid = encode_text(session_id, "session_id")
+        fn = lib.dsh_store_read_raw_ex
+        return loads(await _cancellable(lambda t: _read_ex(self.sync, fn, (sid,), t)))
+
+    async def list_raw(self) -> str:
+        return await self._text(lib.dsh_store_list_ex)
+
+    async def list(self) -> List[Dict[str, Any]]:
+        return await self._json(lib.dsh_store_list_ex)
+
+    async def list_snapshots_raw(self) -> str:
+        return await self._text(lib.dsh_store_list_snapshots_ex)
+
+    async def list_snapshots(self) -> List[Dict[str, Any]]:
+        return await self._json(lib.dsh_store_list_snapshots_ex)
+
+    async def _session(self, fn: Any, *args: Any) -> "AsyncSession":
+        def call(token: Any) -> Session:
+            out = _lib.session_p()
+            _handle_ex(self.sync, fn, args, token, out)
+            return Session(out, self.sync)
+
+        return AsyncSession(await _cancellable(call))
+
+    async def resume(self, session_id: str) -> "AsyncSession":
+        """:meth:`Store.resume`; cancellable while the log is read."""
+        return await self._session(lib.dsh_session_resume_ex, encode_text(session_id, "session_id"))
+
+    async def fork(self, source_id: str, boundary: int = -1, child: Optional[Any] = None) -> "AsyncSession":
+        """:meth:`Store.fork`; cancellable while the source is read."""
+        if isinstance(boundary, bool) or not isinstance(boundary, int):
+            raise TypeError(f"boundary must be an int, not {type(boundary).__name__}")
+        if not -1 <= boundary < 2**63:
+            raise _lib.InvalidArgumentError(1, f"boundary must be -1 (last) or a seq, got {boundary}")
+        from .store import _header
+
+        raw_child = None if child is None else _header(child, "child")
+        return await self._session(lib.dsh_session_fork_ex, encode_text(source_id, "source_id"), boundary, raw_child)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Any other synchronous call (e.g. a :class:`PlanMode` method) off the loop."""
+        return await _in_thread(fn, *args)
+
+
+class AsyncSession:
+    """A live :class:`~dsh_persist.Session` with awaitable ``flush``/``close``.
+    ``append`` stays synchronous (it does not touch the disk); ``sync`` is the
+    underlying session (for :class:`AsyncPlanMode` and reads of memory)."""
+
+    def __init__(self, session: Session) -> None:
+        self.sync = session
+
+    def append(self, type: str, data: Json, *args: Any, **kwargs: Any) -> int:
+        """:meth:`Session.append` (same arguments), synchronous."""
+        return self.sync.append(type, data, *args, **kwargs)
+
+    def append_raw(self, type: str, data_json: str, *args: Any, **kwargs: Any) -> int:
+        """:meth:`Session.append_raw` (same arguments), synchronous."""
+        return self.sync.append_raw(type, data_json, *args, **kwargs)
+
+    def events(self, from_seq: int = 0) -> List[Dict[str, Any]]:
+        return self.sync.events(from_seq)
+
+    @property
+    def header(self) -> Dict[str, Any]:
+        return self.sync.header
+
+    @property
+    def id(self) -> str:
+        return self.sync.id
+
+    @property
+    def closed(self) -> bool:
+        return self.sync.closed
+
+    async def flush(self) -> None:
+        await _in_thread(self.sync.flush)
+
+    async def close(self) -> None:
+        await _in_thread(self.sync.close)
+
+    async def __aenter__(self) -> "AsyncSession":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+class AsyncPlanMode:
+    """:class:`~dsh_persist.PlanMode` with awaitable calls (they may append)."""
+
+    def __init__(self, config: Any) -> None:
+        self.sync = PlanMode(config)
+
+    async def set(self, session: AsyncSession, active: bool) -> Dict[str, Any]:
+        return await _in_thread(self.sync.set, session.sync, active)
+
+    async def pre_step(self, session: AsyncSession) -> Dict[str, Any]:
+        return await _in_thread(self.sync.pre_step, session.sync)
+
+    async def command(self, session: AsyncSession, raw_input: str, has_attachments: bool = False) -> Dict[str, Any]:
+        return await _in_thread(self.sync.command, session.sync, raw_input, has_attachments)
+
+    async def exit_check(self, session: AsyncSession, plan_markdown: str) -> Dict[str, Any]:
+        return await _in_thread(self.sync.exit_check, session.sync, plan_markdown)
+
+    async def exit_answer(self, session: AsyncSession, answer: Any) -> Dict[str, Any]:
+        return await _in_thread(self.sync.exit_answer, session.sync, answer)
+
+    def close(self) -> None:
+        self.sync.close()
+
+
+__all__ = ["AsyncStore", "AsyncSession", "AsyncPlanMode"]

@@ -1,0 +1,538 @@
+//! The `_ex` forms of the calls that may touch the disk (issue 18): the
+//! same call as the synchronous export of that name, plus a cancel token
+//! (`cancel`, NULL: none) and an error object (`out_error`) that carries
+//! the failure to whichever thread reads it. Each is one [`ex_call`] around
+//! the synchronous export, so a new operation gets its `_ex` form in one
+//! function here.
+//!
+//! Reads (load, inspect, read_from, read_raw, list, list_snapshots, and the
+//! reads of resume and fork) honour the token throughout; the other calls
+//! write and check it only before they start.
+
+use std::os::raw::c_char;
+
+use super::cancel::{Cancellable, dsh_cancel, dsh_error, ex_call};
+use super::plan::{self, dsh_plan};
+use super::session::{self, dsh_session};
+use super::status::dsh_status;
+use super::store::{self, dsh_store};
+
+/// `dsh_store_open` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_open`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_open_ex(
+    config_json: *const c_char,
+    out: *mut *mut dsh_store,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            store::dsh_store_open(config_json, out)
+        })
+    }
+}
+
+/// `dsh_store_close` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// Frees the handle as the synchronous call does (even on failure).
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_close`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_close_ex(
+    store: *mut dsh_store,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            store::dsh_store_close(store)
+        })
+    }
+}
+
+/// `dsh_store_create` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_create`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_create_ex(
+    store: *mut dsh_store,
+    header_json: *const c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            store::dsh_store_create(store, header_json)
+        })
+    }
+}
+
+/// `dsh_store_append` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_append`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_append_ex(
+    store: *mut dsh_store,
+    id: *const c_char,
+    events_json: *const c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            store::dsh_store_append(store, id, events_json)
+        })
+    }
+}
+
+/// `dsh_store_load` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable throughout (between the chunks, frames or rows it reads); a cancelled call changes nothing.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_load`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_load_ex(
+    store: *mut dsh_store,
+    id: *const c_char,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            store::dsh_store_load(store, id, out_json)
+        })
+    }
+}
+
+/// `dsh_store_inspect` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable throughout (between the chunks, frames or rows it reads); a cancelled call changes nothing.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_inspect`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_inspect_ex(
+    store: *mut dsh_store,
+    id: *const c_char,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            store::dsh_store_inspect(store, id, out_json)
+        })
+    }
+}
+
+/// `dsh_store_read_from` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable throughout (between the chunks, frames or rows it reads); a cancelled call changes nothing.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_read_from`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_read_from_ex(
+    store: *mut dsh_store,
+    id: *const c_char,
+    from_seq: u64,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            store::dsh_store_read_from(store, id, from_seq, out_json)
+        })
+    }
+}
+
+/// `dsh_store_read_raw` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable throughout (between the chunks, frames or rows it reads); a cancelled call changes nothing.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_read_raw`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_read_raw_ex(
+    store: *mut dsh_store,
+    id: *const c_char,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            store::dsh_store_read_raw(store, id, out_json)
+        })
+    }
+}
+
+/// `dsh_store_list` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable throughout (between the chunks, frames or rows it reads); a cancelled call changes nothing.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_list`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_list_ex(
+    store: *mut dsh_store,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            store::dsh_store_list(store, out_json)
+        })
+    }
+}
+
+/// `dsh_store_list_snapshots` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable throughout (between the chunks, frames or rows it reads); a cancelled call changes nothing.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_list_snapshots`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_list_snapshots_ex(
+    store: *mut dsh_store,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            store::dsh_store_list_snapshots(store, out_json)
+        })
+    }
+}
+
+/// `dsh_session_start` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_session_start`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_session_start_ex(
+    store: *mut dsh_store,
+    header_json: *const c_char,
+    out: *mut *mut dsh_session,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            session::dsh_session_start(store, header_json, out)
+        })
+    }
+}
+
+/// `dsh_session_resume` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable throughout (between the chunks, frames or rows it reads); a cancelled call changes nothing.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_session_resume`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_session_resume_ex(
+    store: *mut dsh_store,
+    id: *const c_char,
+    out: *mut *mut dsh_session,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            session::dsh_session_resume(store, id, out)
+        })
+    }
+}
+
+/// `dsh_session_fork` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable throughout (between the chunks, frames or rows it reads); a cancelled call changes nothing.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_session_fork`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_session_fork_ex(
+    store: *mut dsh_store,
+    source_id: *const c_char,
+    boundary: i64,
+    child_header_json: *const c_char,
+    out: *mut *mut dsh_session,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            session::dsh_session_fork(store, source_id, boundary, child_header_json, out)
+        })
+    }
+}
+
+/// `dsh_session_flush` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_session_flush`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_session_flush_ex(
+    session: *mut dsh_session,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            session::dsh_session_flush(session)
+        })
+    }
+}
+
+/// `dsh_session_close` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// Frees the handle as the synchronous call does (even on failure).
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_session_close`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_session_close_ex(
+    session: *mut dsh_session,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            session::dsh_session_close(session)
+        })
+    }
+}
+
+/// `dsh_plan_set` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_plan_set`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_plan_set_ex(
+    plan: *mut dsh_plan,
+    session: *mut dsh_session,
+    active: bool,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            plan::dsh_plan_set(plan, session, active, out_json)
+        })
+    }
+}
+
+/// `dsh_plan_pre_step` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_plan_pre_step`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_plan_pre_step_ex(
+    plan: *mut dsh_plan,
+    session: *mut dsh_session,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            plan::dsh_plan_pre_step(plan, session, out_json)
+        })
+    }
+}
+
+/// `dsh_plan_command` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_plan_command`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_plan_command_ex(
+    plan: *mut dsh_plan,
+    session: *mut dsh_session,
+    raw_input: *const c_char,
+    has_attachments: bool,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            plan::dsh_plan_command(plan, session, raw_input, has_attachments, out_json)
+        })
+    }
+}
+
+/// `dsh_plan_exit_check` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_plan_exit_check`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_plan_exit_check_ex(
+    plan: *mut dsh_plan,
+    session: *mut dsh_session,
+    plan_markdown: *const c_char,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            plan::dsh_plan_exit_check(plan, session, plan_markdown, out_json)
+        })
+    }
+}
+
+/// `dsh_plan_exit_answer` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_plan_exit_answer`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_plan_exit_answer_ex(
+    plan: *mut dsh_plan,
+    session: *mut dsh_session,
+    answer_json: *const c_char,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            plan::dsh_plan_exit_answer(plan, session, answer_json, out_json)
+        })
+    }
+}
