@@ -9,8 +9,8 @@
 
 mod args;
 mod bench;
-mod bench_scale;
 mod bench_catalog;
+mod bench_scale;
 mod catalog;
 mod convert;
 mod docs;

@@ -12,8 +12,8 @@
 mod args;
 pub mod async_ops;
 mod boundary;
-pub mod catalog;
 pub mod cancel;
+pub mod catalog;
 mod handles;
 pub mod manage;
 pub mod plan;
@@ -22,8 +22,8 @@ pub mod status;
 pub mod store;
 pub mod strings;
 
-pub use catalog::dsh_follow;
 pub use cancel::{dsh_cancel, dsh_error};
+pub use catalog::dsh_follow;
 pub use plan::dsh_plan;
 pub use session::dsh_session;
 pub use status::dsh_status;

@@ -2,8 +2,8 @@
 //! load/inspect/prepare with repair, resume and fork.
 
 pub mod cache;
-pub mod catalog;
 pub mod cancel;
+pub mod catalog;
 pub mod config;
 pub mod coordinator;
 pub mod id_locks;
