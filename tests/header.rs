@@ -193,6 +193,14 @@ pub const ADDED_FUNCTIONS: &[&str] = &[
     "dsh_plan_command_ex",
     "dsh_plan_exit_check_ex",
     "dsh_plan_exit_answer_ex",
+    // The `_ex` forms of the issue-19 calls that touch the disk.
+    "dsh_store_delete_ex",
+    "dsh_store_prune_ex",
+    "dsh_store_salvage_ex",
+    "dsh_store_import_ex",
+    "dsh_store_list_summaries_ex",
+    "dsh_store_search_ex",
+    "dsh_store_export_ex",
 ];
 
 /// The `dsh_*` function names the header declares (an identifier followed

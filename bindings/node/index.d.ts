@@ -312,6 +312,16 @@ export interface Store {
   startAsync(header: SessionHeader | string): Promise<Session>;
   resumeAsync(id: string, opts?: AsyncReadOptions): Promise<Session>;
   forkAsync(sourceId: string, boundary?: number | bigint, child?: SessionHeader | string | null, opts?: AsyncReadOptions): Promise<Session>;
+  deleteAsync(id: string): Promise<void>;
+  /** The signal stops the listing; once the deletions begin they all run. */
+  pruneAsync(options: PruneOptions, opts?: AsyncReadOptions): Promise<PruneReport>;
+  /** The signal stops the read of the source; once the write begins it finishes. */
+  salvageAsync(id: string, newId: string, opts?: AsyncReadOptions): Promise<SalvageReport>;
+  importJsonlAsync(newId: string, jsonl: string): Promise<ImportReport>;
+  listSummariesAsync(query?: ListQuery | null, opts?: AsyncReadOptions): Promise<SessionSummary[]>;
+  lastUpdatedAsync(opts?: AsyncReadOptions): Promise<string | null>;
+  searchAsync(query: string | SearchQuery, opts?: AsyncReadOptions): Promise<SearchResult>;
+  exportAsync(id: string, format?: 'md' | 'html', opts?: AsyncReadOptions): Promise<string>;
 }
 // eslint-disable-next-line @typescript-eslint/no-namespace
 export declare namespace Store {

@@ -5,13 +5,17 @@
 //! the synchronous export, so a new operation gets its `_ex` form in one
 //! function here.
 //!
-//! Reads (load, inspect, read_from, read_raw, list, list_snapshots, and the
-//! reads of resume and fork) honour the token throughout; the other calls
-//! write and check it only before they start.
+//! Reads (load, inspect, read_from, read_raw, list, list_snapshots,
+//! list_summaries, search, export, and the reads of resume, fork, prune and
+//! salvage) honour the token throughout; the other calls write and check it
+//! only before they start (prune's deletions and salvage's write, once
+//! begun, finish).
 
 use std::os::raw::c_char;
 
 use super::cancel::{Cancellable, dsh_cancel, dsh_error, ex_call};
+use super::catalog;
+use super::manage;
 use super::plan::{self, dsh_plan};
 use super::session::{self, dsh_session};
 use super::status::dsh_status;
@@ -533,6 +537,190 @@ pub unsafe extern "C" fn dsh_plan_exit_answer_ex(
     unsafe {
         ex_call(cancel, out_error, Cancellable::BeforeStart, || {
             plan::dsh_plan_exit_answer(plan, session, answer_json, out_json)
+        })
+    }
+}
+
+/// `dsh_store_delete` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_delete`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_delete_ex(
+    store: *mut dsh_store,
+    id: *const c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            manage::dsh_store_delete(store, id)
+        })
+    }
+}
+
+/// `dsh_store_prune` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable while it lists the sessions and reads when each was updated; once the deletions begin they all run (a cancelled prune deletes nothing).
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_prune`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_prune_ex(
+    store: *mut dsh_store,
+    options_json: *const c_char,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            manage::dsh_store_prune(store, options_json, out_json)
+        })
+    }
+}
+
+/// `dsh_store_salvage` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable while it reads the source (between its chunks, frames or rows); once the new session's write begins it finishes (a cancelled salvage writes nothing).
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_salvage`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_salvage_ex(
+    store: *mut dsh_store,
+    id: *const c_char,
+    new_id: *const c_char,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            manage::dsh_store_salvage(store, id, new_id, out_json)
+        })
+    }
+}
+
+/// `dsh_store_import` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Writes: the token is checked once, before the call starts.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_import`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_import_ex(
+    store: *mut dsh_store,
+    new_id: *const c_char,
+    jsonl: *const c_char,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            manage::dsh_store_import(store, new_id, jsonl, out_json)
+        })
+    }
+}
+
+/// `dsh_store_list_summaries` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable throughout (between sessions and within each window read); a cancelled call changes nothing.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_list_summaries`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_list_summaries_ex(
+    store: *mut dsh_store,
+    query_json: *const c_char,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            catalog::dsh_store_list_summaries(store, query_json, out_json)
+        })
+    }
+}
+
+/// `dsh_store_search` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable throughout (between sessions and within each log read); a cancelled call changes no session (index cache files already written for earlier sessions stay: they are a cache).
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_search`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_search_ex(
+    store: *mut dsh_store,
+    query_json: *const c_char,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            catalog::dsh_store_search(store, query_json, out_json)
+        })
+    }
+}
+
+/// `dsh_store_export` with a cancel token and a thread-independent error: the same
+/// arguments, results and statuses, plus `cancel` (NULL: none; else a live
+/// `dsh_cancel`, borrowed for the call) and `out_error` (NULL: the status
+/// alone; else set to NULL, then on failure to a new `dsh_error` owned by
+/// the caller, freed with `dsh_error_free`). Cancellable throughout (between the chunks, frames or rows it reads); a cancelled call changes nothing.
+/// `DSH_CANCELLED` when the token stopped it. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_export`; `cancel` is NULL or a live token; `out_error` is NULL or
+/// valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_export_ex(
+    store: *mut dsh_store,
+    id: *const c_char,
+    format: *const c_char,
+    out_text: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            catalog::dsh_store_export(store, id, format, out_text)
         })
     }
 }

@@ -2,7 +2,8 @@
 // The Promise forms of every operation that may touch the disk (issue 18),
 // one line each over `runAsync` (src/async.js): they run off the event loop
 // and resolve with what the synchronous method returns. Observation calls
-// (load, inspect, readFrom, readRaw, list, listSnapshots) take
+// (load, inspect, readFrom, readRaw, list, listSnapshots, listSummaries,
+// lastUpdated, search, export; and prune's listing, salvage's read) take
 // `{signal}`: an AbortSignal that stops the read between chunks or rows and
 // rejects with an AbortError, leaving the store unchanged. `append` stays
 // synchronous (it does not touch the disk).
@@ -90,6 +91,40 @@ Object.assign(Store.prototype, {
     const rawChild = child === null || child === undefined ? null : args.jsonArg(child, 'child', { array: false });
     const a = [this._ptr(), args.text(sourceId, 'sourceId'), boundary, rawChild];
     return new Session(await runAsync(fns.dsh_session_fork_ex, a, { handles: [this], signal: sig(opts), out: 'handle' }), this);
+  },
+  // -- session management and the catalog reads (issue 19) --
+  deleteAsync(id) {
+    return runAsync(fns.dsh_store_delete_ex, [this._ptr(), args.text(id, 'id')], { handles: [this] }).then(() => undefined);
+  },
+  async pruneAsync(options, opts) {
+    // The signal stops the listing; once the deletions begin they all run.
+    const raw = args.jsonArg(options, 'options', { array: false });
+    return parse(await runAsync(fns.dsh_store_prune_ex, [this._ptr(), raw], { handles: [this], signal: sig(opts), out: 'text' }));
+  },
+  async salvageAsync(id, newId, opts) {
+    // The signal stops the read of the source; once the write begins it finishes.
+    const a = [this._ptr(), args.text(id, 'id'), args.text(newId, 'newId')];
+    return parse(await runAsync(fns.dsh_store_salvage_ex, a, { handles: [this], signal: sig(opts), out: 'text' }));
+  },
+  async importJsonlAsync(newId, jsonl) {
+    const a = [this._ptr(), args.text(newId, 'newId'), args.text(jsonl, 'jsonl')];
+    return parse(await runAsync(fns.dsh_store_import_ex, a, { handles: [this], out: 'text' }));
+  },
+  async listSummariesAsync(query = null, opts) {
+    const raw = query === null || query === undefined ? null : args.jsonArg(query, 'query', { array: false });
+    return parse(await runAsync(fns.dsh_store_list_summaries_ex, [this._ptr(), raw], { handles: [this], signal: sig(opts), out: 'text' }));
+  },
+  async lastUpdatedAsync(opts) {
+    const rows = await this.listSummariesAsync({ limit: 1 }, opts);
+    return rows.length ? rows[0].id : null;
+  },
+  async searchAsync(query, opts) {
+    const raw = typeof query === 'string' ? JSON.stringify(query) : args.jsonArg(query, 'query', { array: false });
+    return parse(await runAsync(fns.dsh_store_search_ex, [this._ptr(), raw], { handles: [this], signal: sig(opts), out: 'text' }));
+  },
+  exportAsync(id, format = 'md', opts) {
+    const a = [this._ptr(), args.text(id, 'id'), args.text(format, 'format')];
+    return runAsync(fns.dsh_store_export_ex, a, { handles: [this], signal: sig(opts), out: 'text' });
   },
 });
 

@@ -156,6 +156,13 @@ DECLARATIONS: List[Tuple[str, Any, Sequence[Any]]] = [
     ("dsh_plan_command_ex", STATUS, [plan_p, session_p, c_char_p, c_bool, out_str, cancel_p, POINTER(error_p)]),
     ("dsh_plan_exit_check_ex", STATUS, [plan_p, session_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
     ("dsh_plan_exit_answer_ex", STATUS, [plan_p, session_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_store_delete_ex", STATUS, [store_p, c_char_p, cancel_p, POINTER(error_p)]),
+    ("dsh_store_prune_ex", STATUS, [store_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_store_salvage_ex", STATUS, [store_p, c_char_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_store_import_ex", STATUS, [store_p, c_char_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_store_list_summaries_ex", STATUS, [store_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_store_search_ex", STATUS, [store_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_store_export_ex", STATUS, [store_p, c_char_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
 ]
 
 

@@ -11,7 +11,9 @@
 Every call that may touch the disk runs in a worker thread (the loop's
 default executor; ctypes releases the GIL), so the event loop keeps running.
 The reads (``load``, ``inspect``, ``read_from``, ``read_raw``, ``list``,
-``list_snapshots``, and the reads of ``resume`` and ``fork``) are
+``list_snapshots``, ``list_summaries``, ``last_updated``, ``search``,
+``export``, and the reads of ``resume``, ``fork``, ``prune`` and
+``salvage``) are
 cancellable: cancelling the awaiting task sets the library's cancel token
 (``dsh_cancel``), the read stops between chunks or rows, the await raises
 :class:`asyncio.CancelledError` once the worker has stopped, and the store
@@ -32,7 +34,7 @@ from ctypes import c_void_p
 from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
 
 from . import _lib
-from ._lib import check_uint, encode_text, lib, loads, required
+from ._lib import check_uint, dumps, encode_json, encode_text, lib, loads, required
 from .plan import PlanMode
 from .session import Session
 from .store import Store
@@ -228,6 +230,57 @@ class AsyncStore:
 
         raw_child = None if child is None else _header(child, "child")
         return await self._session(lib.dsh_session_fork_ex, encode_text(source_id, "source_id"), boundary, raw_child)
+
+    # -- session management and the catalog reads (issue 19) --------------------
+
+    async def delete(self, session_id: str) -> None:
+        """:meth:`Store.delete` (a write: runs to its end once begun)."""
+        await _in_thread(self.sync.delete, session_id)
+
+    async def import_jsonl(self, new_id: str, jsonl: str) -> Dict[str, Any]:
+        """:meth:`Store.import_jsonl` (a write: runs to its end once begun)."""
+        return await _in_thread(self.sync.import_jsonl, new_id, jsonl)
+
+    async def prune(
+        self,
+        older_than_days: Optional[float] = None,
+        keep_newest: Optional[int] = None,
+        dry_run: bool = False,
+    ) -> Dict[str, Any]:
+        """:meth:`Store.prune`; cancellable while it lists the sessions (a
+        cancelled prune deletes nothing); once the deletions begin they all run."""
+        options: Dict[str, Any] = {"dryRun": bool(dry_run)}
+        if older_than_days is not None:
+            options["olderThanDays"] = older_than_days
+        if keep_newest is not None:
+            options["keepNewest"] = check_uint(keep_newest, "keep_newest")
+        return await self._json(lib.dsh_store_prune_ex, encode_json(options, "options", (dict,)))
+
+    async def salvage(self, session_id: str, new_id: str) -> Dict[str, Any]:
+        """:meth:`Store.salvage`; cancellable while the source is read (a
+        cancelled salvage writes nothing); once the write begins it finishes."""
+        sid = encode_text(session_id, "session_id")
+        return await self._json(lib.dsh_store_salvage_ex, sid, encode_text(new_id, "new_id"))
+
+    async def list_summaries(self, query: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+        """:meth:`Store.list_summaries`, cancellable."""
+        raw = None if query is None else encode_json(query, "query", (dict,))
+        return await self._json(lib.dsh_store_list_summaries_ex, raw)
+
+    async def last_updated(self) -> Optional[str]:
+        """:meth:`Store.last_updated`, cancellable."""
+        rows = await self.list_summaries({"limit": 1})
+        return rows[0]["id"] if rows else None
+
+    async def search(self, query: Union[str, Dict[str, Any]]) -> Dict[str, Any]:
+        """:meth:`Store.search`, cancellable (between sessions and within each read)."""
+        raw = encode_text(dumps(query), "query") if isinstance(query, str) else encode_json(query, "query", (dict,))
+        return await self._json(lib.dsh_store_search_ex, raw)
+
+    async def export(self, session_id: str, format: str = "md") -> str:
+        """:meth:`Store.export`, cancellable."""
+        sid = encode_text(session_id, "session_id")
+        return await self._text(lib.dsh_store_export_ex, sid, encode_text(format, "format"))
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Any other synchronous call (e.g. a :class:`PlanMode` method) off the loop."""

@@ -136,3 +136,105 @@ def test_the_loop_runs_while_a_load_works(tmp_path):
         return ticks
 
     assert asyncio.run(main()) > 1, "the loop ran other tasks during the inspect"
+
+
+def _turn(text, time=5):
+    return [
+        {"type": "turn/start", "seq": 0, "time": time, "data": {"turn": 1}},
+        {
+            "type": "user/message",
+            "seq": 1,
+            "time": time,
+            "data": {"id": "u1", "role": "user", "content": [{"type": "text", "text": text}], "source": {"kind": "user"}},
+            "surfaceOp": "append",
+        },
+        {"type": "turn/end", "seq": 2, "time": time, "data": {"turn": 1, "reason": {"kind": "completed"}}},
+    ]
+
+
+def _stored(store, sid, text="hi", time=5):
+    store.create({"id": sid, "createdAt": 1, "cwd": "/p"})
+    store.append(sid, _turn(text, time))
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_the_issue_19_awaitables(kind, tmp_path):
+    async def main():
+        async with AsyncStore.open(cfg(kind, tmp_path)) as store:
+            _stored(store.sync, "a", "find the needle here", 5)
+            _stored(store.sync, "b", "nothing", 7)
+            _stored(store.sync, "c", "nothing", 9)
+            rows = await store.list_summaries()
+            assert sorted(r["id"] for r in rows) == ["a", "b", "c"]
+            assert len(await store.list_summaries({"limit": 1})) == 1
+            assert await store.last_updated() == store.sync.last_updated()
+            found = await store.search("NEEDLE")
+            assert [h["id"] for h in found["hits"]] == ["a"]
+            assert (await store.search({"text": "nothing", "limit": 1}))["truncated"] is True
+            assert "needle" in await store.export("a")
+            assert "<html" in (await store.export("a", "html")).lower()
+            with pytest.raises(dsh_persist.NotFoundError):
+                await store.export("zz")
+
+            live = store.sync.resume("a")
+            with pytest.raises(dsh_persist.BusyError):
+                await store.delete("a")
+            live.close()
+            await store.delete("a")
+            with pytest.raises(dsh_persist.NotFoundError):
+                await store.delete("a")
+            dry = await store.prune(keep_newest=1, dry_run=True)
+            assert dry["dryRun"] is True and len(dry["deleted"]) == 1
+            assert len(await store.list()) == 2
+            assert len((await store.prune(keep_newest=1))["deleted"]) == 1
+            assert len(await store.list()) == 1
+            with pytest.raises(dsh_persist.InvalidArgumentError):
+                await store.prune()
+
+            store.sync.create({"id": "open", "createdAt": 1})
+            store.sync.append("open", _turn("hi") + [{"type": "turn/start", "seq": 3, "time": 6, "data": {"turn": 2}}])
+            r = await store.salvage("open", "closed")
+            assert [r["keptEvents"], r["closers"], r["stopped"]] == [4, 1, None]
+            with pytest.raises(dsh_persist.ConflictError):
+                await store.salvage("open", "closed")
+
+            lines = "\n".join(dsh_persist._lib.dumps(e) for e in _turn("hi"))
+            assert await store.import_jsonl("imp", lines) == {"id": "imp", "events": 3, "hadHeader": False}
+            assert len((await store.load("imp"))["events"]) == 3
+            with pytest.raises(dsh_persist.InvalidArgumentError):
+                await store.import_jsonl("bad", "\n".join(lines.split("\n")[1:]))
+            assert "bad" not in [h["id"] for h in await store.list()]
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_a_cancelled_search_listing_or_prune_over_many_sessions_changes_nothing(kind, tmp_path):
+    config = cfg(kind, tmp_path / "store")
+    cache = str(tmp_path / "cache")  # the search index cache, outside the store
+    with dsh_persist.Store.open(config) as sync:
+        for i in range(300):
+            _stored(sync, f"s{i:03}", f"text {i}")
+
+    async def main():
+        async with AsyncStore.open(config) as store:
+            await store.list()
+            before = snapshot(tmp_path / "store")
+            calls = (
+                lambda: store.search({"text": "text", "cacheDir": cache}),
+                lambda: store.list_summaries(),
+                lambda: store.prune(keep_newest=1),
+            )
+            for call in calls:
+                task = asyncio.create_task(call())
+                await asyncio.sleep(0)  # the call has begun in its worker thread
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                assert snapshot(tmp_path / "store") == before, "a cancelled call wrote nothing"
+            assert len(await store.list()) == 300
+            found = await store.search({"text": "text", "cacheDir": cache, "limit": 1000})
+            assert len(found["hits"]) == 300
+            assert len(await store.list_summaries()) == 300
+
+    asyncio.run(main())

@@ -85,6 +85,7 @@ impl Store {
     pub fn list_summaries(&self, query: &ListQuery) -> Result<Vec<SessionSummary>> {
         let mut out = Vec::new();
         for header in self.list()? {
+            crate::store::cancel::checkpoint()?;
             if query
                 .cwd
                 .as_ref()

@@ -205,6 +205,7 @@ impl Store {
             ..SearchResult::default()
         };
         for (i, (header, revision)) in snapshots.iter().enumerate() {
+            crate::store::cancel::checkpoint()?;
             let id = &header.id;
             match self.search_docs(id, revision, dir.as_deref()) {
                 Ok((docs, built)) => {
@@ -225,6 +226,8 @@ impl Store {
                     }
                 }
                 Err(e) if e.kind() == crate::error::ErrorKind::NotFound => {}
+                // A cancelled search stops (it is not one session's failure).
+                Err(e) if e.kind() == crate::error::ErrorKind::Cancelled => return Err(e),
                 Err(e) => result.skipped.push((id.clone(), e.to_string())),
             }
             progress(i + 1, total);

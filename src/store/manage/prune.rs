@@ -158,6 +158,7 @@ impl Store {
         };
         let mut sessions = Vec::new();
         for h in self.list()? {
+            crate::store::cancel::checkpoint()?;
             // Gone since the listing: nothing to prune.
             if let Some((t, source)) = backend.updated_at(&h.id)? {
                 report.updated_source.get_or_insert(source);
@@ -177,21 +178,28 @@ impl Store {
             });
         report.kept = kept.len();
         let total = selected.len();
-        for (done, (_, s)) in selected.into_iter().enumerate() {
-            let outcome = if options.dry_run {
-                self.would_be_busy(&s.id)
-            } else {
-                self.delete(&s.id)
-            };
-            match outcome {
-                Ok(()) => report.deleted.push(s),
-                // Deleted by someone else meanwhile: nothing to report.
-                Err(e) if e.kind() == ErrorKind::NotFound => {}
-                Err(e) if e.kind() == ErrorKind::Busy => report.busy.push((s.id, e.to_string())),
-                Err(e) => report.failed.push((s.id, e.to_string())),
+        // Cancellable up to here (the listing); the deletions, once begun,
+        // all run.
+        crate::store::cancel::checkpoint()?;
+        crate::store::cancel::shield(|| {
+            for (done, (_, s)) in selected.into_iter().enumerate() {
+                let outcome = if options.dry_run {
+                    self.would_be_busy(&s.id)
+                } else {
+                    self.delete(&s.id)
+                };
+                match outcome {
+                    Ok(()) => report.deleted.push(s),
+                    // Deleted by someone else meanwhile: nothing to report.
+                    Err(e) if e.kind() == ErrorKind::NotFound => {}
+                    Err(e) if e.kind() == ErrorKind::Busy => {
+                        report.busy.push((s.id, e.to_string()))
+                    }
+                    Err(e) => report.failed.push((s.id, e.to_string())),
+                }
+                progress(done + 1, total);
             }
-            progress(done + 1, total);
-        }
+        });
         Ok(report)
     }
 

@@ -105,7 +105,9 @@ impl Store {
             header.seed_length = None;
         }
         kept.extend(closing);
-        self.write_new(header, kept)?;
+        // Cancellable up to here (the read); the write, once begun, finishes.
+        crate::store::cancel::checkpoint()?;
+        crate::store::cancel::shield(|| self.write_new(header, kept))?;
         Ok(report)
     }
 
