@@ -359,3 +359,39 @@ fn a_seq_gap_after_the_last_turn_end_is_counted_as_load_cuts_it() {
         store.close().unwrap();
     }
 }
+
+#[test]
+fn follow_of_a_deleted_session_reports_not_found() {
+    each(|kind, store, cfg| {
+        // On PostgreSQL the delete notifies `<schema>.batches` (kind
+        // `delete`), so a follower wakes at once.
+        let mut listener = match &cfg.backend {
+            BackendConfig::Postgres(c) => {
+                let mut client = support::pg::admin(&c.url);
+                client
+                    .batch_execute(&format!("LISTEN \"{}.batches\"", c.schema))
+                    .unwrap();
+                Some(client)
+            }
+            _ => None,
+        };
+        let mut f = store.follow("b", None).unwrap();
+        assert!(f.next_batch(Duration::from_millis(10)).unwrap().is_empty());
+        store.delete("b").unwrap();
+        let e = f.next_batch(Duration::from_millis(100)).unwrap_err();
+        assert_eq!(e.kind(), dsh_persist::ErrorKind::NotFound, "{kind:?}: {e}");
+        if let Some(client) = listener.as_mut() {
+            let mut n = client.notifications();
+            let mut iter = n.timeout_iter(Duration::from_secs(30));
+            let note = postgres::fallible_iterator::FallibleIterator::next(&mut iter)
+                .unwrap()
+                .expect("a delete notification");
+            let payload: serde_json::Value = serde_json::from_str(note.payload()).unwrap();
+            assert_eq!(payload["kind"], "delete", "{payload}");
+            assert_eq!(payload["id"], "b", "{payload}");
+        }
+        // The other session is still followed.
+        let mut a = store.follow("a", Some(0)).unwrap();
+        assert!(!a.next_batch(Duration::from_millis(10)).unwrap().is_empty());
+    });
+}
