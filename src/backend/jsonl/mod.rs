@@ -676,7 +676,14 @@ impl Backend for JsonlBackend {
         cursor: &mut super::catalog::FollowCursor,
     ) -> Result<Option<Vec<Event>>> {
         match self.find_file(id)? {
-            Some(path) => self.read_after_at(&path, cursor).map(Some),
+            Some(path) => match self.read_after_at(&path, cursor) {
+                Ok(events) => Ok(Some(events)),
+                // Deleted between the look-up and the read: not stored.
+                Err(e) => match self.find_file(id)? {
+                    None => Ok(None),
+                    Some(_) => Err(e),
+                },
+            },
             None => Ok(None),
         }
     }

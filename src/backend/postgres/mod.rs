@@ -15,7 +15,7 @@
 //!   with advisory locks ([`lock`]).
 //! - A failed attempt is retried on a fresh connection, never duplicating a
 //!   batch ([`writer`]).
-//! - Every committed batch notifies the channel `<schema>.batches`
+//! - Every committed batch, and every delete, notifies the channel `<schema>.batches`
 //!   ([`NOTIFY_SUFFIX`]), so a follower can `LISTEN` instead of polling.
 //!
 //! Files: [`config`] (URL, schema, pool, TLS settings), [`tls`], [`pool`]
@@ -528,7 +528,7 @@ impl Backend for PostgresBackend {
             // A retry after a lost reply finds nothing left: the first
             // attempt deleted it (the caller checked it was stored, and
             // holds the writer lock).
-            |c, retry| manage::delete_session(c, id).map(|n| n || retry),
+            |c, retry| manage::delete_session(c, id, &self.channel).map(|n| n || retry),
         )
     }
 

@@ -9,13 +9,17 @@ use super::reader::{SESSION_SQL, session, stored_row};
 use super::{Conn, Fail};
 use crate::backend::catalog::{ChangeWaiter, POLL_INTERVAL, WindowSpec};
 use crate::backend::rows::StoredRow;
-use crate::backend::rows::window::WindowRows;
+use crate::backend::rows::window::{TailRun, WindowRows};
 use crate::backend::sqlite::reader::SessionRow;
 use crate::error::Result;
 
 const LAST_SQL: &str = "SELECT seq, type, time, data, data_zstd, source_event_seqs, surface_op, ignorable FROM events WHERE session_id = $1 ORDER BY seq DESC LIMIT 1";
 const FIRST_OF_SQL: &str = "SELECT seq, type, time, data, data_zstd, source_event_seqs, surface_op, ignorable FROM events WHERE session_id = $1 AND type = $2 ORDER BY seq ASC LIMIT 1";
 const LAST_OF_SQL: &str = "SELECT seq, type, time, data, data_zstd, source_event_seqs, surface_op, ignorable FROM events WHERE session_id = $1 AND type = $2 ORDER BY seq DESC LIMIT 1";
+/// See [`WindowRows::tail_run`]: both scans seek the `(session_id, seq)` key.
+const TAIL_RUN_SQL: &str = "WITH te(s) AS (SELECT coalesce((SELECT seq FROM events WHERE session_id = $1 AND type = 'turn/end' ORDER BY seq DESC LIMIT 1), -1::bigint)) \
+     SELECT te.s::bigint, count(e.seq)::bigint, coalesce(sum(CASE WHEN e.ignorable = 0 AND e.seq < $2 THEN 1 ELSE 0 END), 0)::bigint \
+     FROM te LEFT JOIN events e ON e.session_id = $1 AND e.seq > te.s GROUP BY te.s";
 const BYTES_SQL: &str = "SELECT coalesce(sum(octet_length(type) + coalesce(octet_length(data), 0) + coalesce(octet_length(data_zstd), 0) + coalesce(octet_length(source_event_seqs), 0) + coalesce(octet_length(surface_op), 0) + 16), 0)::bigint FROM events WHERE session_id = $1";
 
 /// The rows of one window, fetched.
@@ -24,6 +28,7 @@ pub struct Fetched {
     last: Option<StoredRow>,
     typed: Vec<(String, bool, Option<StoredRow>)>,
     bytes: i64,
+    tail: Option<TailRun>,
 }
 
 /// Fetches what the window of `id` needs. `None` when not stored.
@@ -37,6 +42,7 @@ pub fn fetch(
     let first_of = conn.prep(FIRST_OF_SQL)?;
     let last_of = conn.prep(LAST_OF_SQL)?;
     let bytes_stmt = conn.prep(BYTES_SQL)?;
+    let tail_stmt = conn.prep(TAIL_RUN_SQL)?;
     let mut tx = conn
         .client
         .build_transaction()
@@ -63,12 +69,24 @@ pub fn fetch(
         }
     }
     let bytes: i64 = tx.query_one(&bytes_stmt, &[&id])?.get(0);
+    let tail = match &last {
+        Some(row) => {
+            let r = tx.query_one(&tail_stmt, &[&id, &row.seq])?;
+            Some(TailRun {
+                turn_end_seq: r.get(0),
+                rows: r.get(1),
+                packed_before_last: r.get(2),
+            })
+        }
+        None => None,
+    };
     tx.commit()?;
     Ok(Some(Fetched {
         session,
         last,
         typed,
         bytes,
+        tail,
     }))
 }
 
@@ -87,6 +105,16 @@ impl WindowRows for Fetched {
 
     fn stored_bytes(&mut self) -> Result<u64> {
         Ok(self.bytes.max(0) as u64)
+    }
+
+    fn tail_run(&mut self, last_seq: i64) -> Result<TailRun> {
+        // Fetched with the last row; a mismatch cannot happen, and would
+        // only send the caller to the full read.
+        Ok(self.tail.unwrap_or(TailRun {
+            turn_end_seq: last_seq,
+            rows: -1,
+            packed_before_last: 0,
+        }))
     }
 }
 

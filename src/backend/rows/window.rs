@@ -20,6 +20,29 @@ pub trait WindowRows {
     fn row_of_type(&mut self, event_type: &str, first: bool) -> Result<Option<StoredRow>>;
     /// The stored size of the session's rows (their values' lengths).
     fn stored_bytes(&mut self) -> Result<u64>;
+    /// The rows after the last `turn/end` row (all rows when there is
+    /// none): the seq of that row (`-1`: none), how many rows follow it,
+    /// and how many of those below `last_seq` are packed.
+    fn tail_run(&mut self, last_seq: i64) -> Result<TailRun>;
+}
+
+/// The shape of the rows after the last `turn/end` (see
+/// [`WindowRows::tail_run`]), counted on the `(session_id, seq)` key.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TailRun {
+    pub turn_end_seq: i64,
+    pub rows: i64,
+    pub packed_before_last: i64,
+}
+
+impl TailRun {
+    /// Whether the rows after the last `turn/end` run on to `last_seq`
+    /// without a gap: one scalar row per seq. Anything else (a gap a load
+    /// cuts as a torn tail, or packed rows whose member counts only a
+    /// decode tells) sends the caller to the full read.
+    pub fn runs_on_to(&self, last_seq: i64) -> bool {
+        self.packed_before_last == 0 && self.rows == last_seq - self.turn_end_seq
+    }
 }
 
 /// The events of a row; `None` when it does not decode (a torn tail, or
@@ -32,7 +55,8 @@ fn events_of(row: &StoredRow) -> Option<Vec<Event>> {
 }
 
 /// Assembles the window of `header`'s session from `rows`. `None` when a
-/// row does not decode: then the backend reads the log whole (its torn-tail
+/// row does not decode, or the rows after the last `turn/end` do not run
+/// on to the last row: then the backend reads the log whole (its torn-tail
 /// rules decide what is there).
 pub fn assemble(
     header: SessionHeader,
@@ -46,6 +70,11 @@ pub fn assemble(
         let Some(mut last) = events_of(&row) else {
             return Ok(None);
         };
+        // A seq gap after the last `turn/end` is a torn tail that a load
+        // cuts: then the last row does not give the count.
+        if !rows.tail_run(row.seq)?.runs_on_to(row.seq) {
+            return Ok(None);
+        }
         if let Some(e) = last.pop() {
             next_seq = e.seq + 1;
             events.push(e);

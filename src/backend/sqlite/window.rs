@@ -9,7 +9,7 @@ use super::sql_error;
 use crate::backend::Revision;
 use crate::backend::catalog::{Window, WindowSpec};
 use crate::backend::limits::Limits;
-use crate::backend::rows::window::{WindowRows, assemble};
+use crate::backend::rows::window::{TailRun, WindowRows, assemble};
 use crate::error::Result;
 
 struct Rows<'a> {
@@ -60,7 +60,24 @@ impl WindowRows for Rows<'_> {
             .map_err(|e| sql_error(self.label, "cannot size the rows of a session", e))?;
         Ok(n.max(0) as u64)
     }
+
+    fn tail_run(&mut self, last_seq: i64) -> Result<TailRun> {
+        self.conn
+            .query_row(TAIL_RUN_SQL, params![self.id, last_seq], |r| {
+                Ok(TailRun {
+                    turn_end_seq: r.get(0)?,
+                    rows: r.get(1)?,
+                    packed_before_last: r.get(2)?,
+                })
+            })
+            .map_err(|e| sql_error(self.label, "cannot count the last rows of a session", e))
+    }
 }
+
+/// See [`WindowRows::tail_run`]: both scans seek the `(session_id, seq)` key.
+const TAIL_RUN_SQL: &str = "WITH te(s) AS (SELECT coalesce((SELECT seq FROM events WHERE session_id = ?1 AND type = 'turn/end' ORDER BY seq DESC LIMIT 1), -1)) \
+     SELECT te.s, count(e.seq), coalesce(sum(CASE WHEN e.ignorable = 0 AND e.seq < ?2 THEN 1 ELSE 0 END), 0) \
+     FROM te LEFT JOIN events e ON e.session_id = ?1 AND e.seq > te.s";
 
 /// The window of `id`, read on `conn`: `None` when not stored, `Some(None)`
 /// when a row does not decode (the caller reads the log whole).
