@@ -293,7 +293,19 @@ export declare const libraryVersion: string;
 
 /** Observation calls take an AbortSignal: the read stops between chunks or rows and rejects with an AbortError (a DOMException); the store is unchanged. */
 export interface AsyncReadOptions {
-  signal?: AbortSignal;
+  signal?: AbortSignalLike;
+}
+
+/**
+ * What the Promise forms use of an `AbortSignal` (Node's global one, or any
+ * object of that shape): declared here so the types need neither the DOM
+ * library nor @types/node.
+ */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 export interface Store {
