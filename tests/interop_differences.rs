@@ -760,3 +760,64 @@ fn a3_creating_a_stored_id_says_it_already_exists_in_this_backend() {
         );
     }
 }
+
+/// A complete turn whose four chunk deltas the SQLite store packs into one
+/// row (seq 1, `ignorable = 0`), then its `turn/end` at seq 5.
+fn packed_turn() -> Vec<Event> {
+    let mut json = vec![T1.to_string()];
+    for (i, t) in ["a", "b", "c", "d"].iter().enumerate() {
+        json.push(format!(
+            r#"{{"type":"assistant/chunk","seq":{},"time":2,"data":{{"turn":1,"step":1,"chunk":{{"type":"text-delta","index":0,"text":"{t}"}}}}}}"#,
+            i + 1
+        ));
+    }
+    json.push(
+        r#"{"type":"turn/end","seq":5,"time":3,"data":{"turn":1,"reason":{"kind":"completed"}}}"#
+            .into(),
+    );
+    events(&format!("[{}]", json.join(",")))
+}
+
+/// A.1 #14: `read_from(k)` next to a malformed packed row that starts
+/// fewer than 1024 seqs before `k` fails closed, as the original's does
+/// ("invalid committed physical row at seq N"), instead of returning the
+/// suffix after it (the shared row scan: SQLite and PostgreSQL).
+#[test]
+fn a1_14_read_from_next_to_a_malformed_packed_row_fails_closed() {
+    let dir = TempDir::new("a1-14");
+    let store = sqlite(dir.path());
+    store.create(header("s")).unwrap();
+    store.append("s", packed_turn()).unwrap();
+    store.close().unwrap();
+    let db = dir.path().join("s.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let packed: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM events WHERE seq = 1 AND ignorable = 0",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        packed, 1,
+        "the chunks were not packed into the row at seq 1"
+    );
+    let store = sqlite(dir.path());
+    assert_eq!(store.read_from("s", 5).unwrap().events.len(), 1);
+    store.close().unwrap();
+    conn.execute_batch("UPDATE events SET data = '{not json' WHERE seq = 1")
+        .unwrap();
+    drop(conn);
+    let store = sqlite(dir.path());
+    for k in [2, 5] {
+        let e = store
+            .read_from("s", k)
+            .expect_err("read_from returned a suffix");
+        assert_eq!(e.kind(), ErrorKind::Corruption, "k {k}: {e}");
+        assert!(
+            e.to_string()
+                .contains("invalid committed physical row at seq 1"),
+            "k {k}: {e}"
+        );
+    }
+}
