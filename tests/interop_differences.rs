@@ -821,3 +821,66 @@ fn a1_14_read_from_next_to_a_malformed_packed_row_fails_closed() {
         );
     }
 }
+
+/// A.1 #12: a `sessions` row whose columns the original's
+/// `decodeSessionRow` refuses (an incarnation that is not a UUID, an
+/// origin other than "subagent", a relative cwd, a negative revision, an
+/// empty id) fails `list` and every read as `corruption`, naming the
+/// session and the column.
+#[test]
+fn a1_12_a_damaged_sessions_row_fails_list_and_load() {
+    let damages = [
+        (
+            "incarnation = 'not-a-uuid'",
+            "s",
+            "incarnation \"not-a-uuid\", not a UUID",
+        ),
+        (
+            "origin = 'other'",
+            "s",
+            "origin \"other\", not \"subagent\"",
+        ),
+        (
+            "cwd = 'relative/dir'",
+            "s",
+            "cwd \"relative/dir\", not an absolute path",
+        ),
+        (
+            "revision = -1",
+            "s",
+            "revision -1, not a non-negative safe integer",
+        ),
+        ("id = ''", "", "id \"\", not a non-empty string"),
+    ];
+    for (i, (set, id, want)) in damages.iter().enumerate() {
+        let dir = TempDir::new(&format!("a1-12-{i}"));
+        let store = sqlite(dir.path());
+        // A plain session before the damaged one, and one after it.
+        for s in ["a", "s", "z"] {
+            store.create(header(s)).unwrap();
+            store.append(s, events(&format!("[{T1},{E1}]"))).unwrap();
+        }
+        store.close().unwrap();
+        let conn = rusqlite::Connection::open(dir.path().join("s.db")).unwrap();
+        if id.is_empty() {
+            conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        }
+        conn.execute_batch(&format!("UPDATE sessions SET {set} WHERE id = 's'"))
+            .unwrap();
+        drop(conn);
+        let store = sqlite(dir.path());
+        let want = format!("session \"{id}\" row has {want}");
+        let mut results = vec![("list", store.list().map(|_| ()))];
+        if !id.is_empty() {
+            results.push(("load", store.load(id).map(|_| ())));
+            results.push(("read_from", store.read_from(id, 0).map(|_| ())));
+        }
+        for (what, r) in results {
+            let e = r.expect_err(&format!("{set}: {what} accepted a damaged row"));
+            assert_eq!(e.kind(), ErrorKind::Corruption, "{set}: {what}: {e}");
+            assert!(e.to_string().contains(&want), "{set}: {what}: {e}");
+        }
+        // The other sessions still load.
+        store.load("a").unwrap();
+    }
+}
