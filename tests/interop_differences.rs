@@ -884,3 +884,48 @@ fn a1_12_a_damaged_sessions_row_fails_list_and_load() {
         store.load("a").unwrap();
     }
 }
+
+/// A.3 (message only): a JSONL log whose header id/cwd identify another
+/// artifact, and a SQLite session row with a negative `created_at`, are
+/// refused in the original's words ("session artifact "<p>" holds the
+/// header of session "s" …", "session "s" row has created_at -1, …"),
+/// with our kind (`corruption`).
+#[test]
+fn a3_misplaced_headers_and_bad_session_rows_use_the_original_wording() {
+    let dir = TempDir::new("a3-wording");
+    let store = jsonl(dir.path(), Compression::None);
+    let path = write_raw(
+        &store,
+        &HEADER_LINE.replace("\"/w\"", "\"/elsewhere\""),
+        &[T1, E1],
+    );
+    let e = store.list().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    let want = format!(
+        "session artifact \"{}\" holds the header of session \"s\"",
+        path.display()
+    );
+    assert!(e.to_string().contains(&want), "{e}");
+
+    let store = sqlite(dir.path());
+    store.create(header("s")).unwrap();
+    store.append("s", events(&format!("[{T1},{E1}]"))).unwrap();
+    store.close().unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("s.db")).unwrap();
+    conn.execute_batch("UPDATE sessions SET created_at = -1")
+        .unwrap();
+    drop(conn);
+    let store = sqlite(dir.path());
+    for (what, r) in [
+        ("list", store.list().map(|_| ())),
+        ("load", store.load("s").map(|_| ())),
+    ] {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corruption, "{what}: {e}");
+        assert!(
+            e.to_string()
+                .contains("session \"s\" row has created_at -1, "),
+            "{what}: {e}"
+        );
+    }
+}
