@@ -31,6 +31,17 @@ pub fn fill_random(buf: &mut [u8]) {
     }
 }
 
+/// Whether `s` has the shape of a UUID: 8-4-4-4-12 hex digits, either
+/// case (the original's check of a stored incarnation).
+pub fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
 /// A random RFC 4122 version-4 UUID, lowercase hex with dashes.
 pub fn uuid_v4() -> String {
     let mut b = [0u8; 16];

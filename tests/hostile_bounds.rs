@@ -498,3 +498,47 @@ fn live_appends_are_refused_at_append_before_the_log_limit() {
         assert!(e.to_string().contains("maxLogBytes"), "{kind}: {e}");
     }
 }
+
+/// The store-level (cold) append follows the live session's rule on every
+/// backend, PostgreSQL included: an append that would bring the log past
+/// `maxLogBytes` (less the repair room) is refused, naming the limit, and
+/// writes nothing; what was acknowledged loads back.
+#[test]
+fn store_level_appends_are_refused_before_the_log_limit() {
+    let dir = TempDir::new("cold-log-limit");
+    let schema = support::pg::url("store_level_appends_are_refused_before_the_log_limit")
+        .map(|u| support::pg::Schema::new(&u, "coldlimit"));
+    for (kind, config) in limit_stores(dir.path(), schema.as_ref()) {
+        let kind = kind.as_str();
+        let store = Store::open_json(&config).unwrap();
+        store.create(SessionHeader::new("cold", 1)).unwrap();
+        let mut seq = 0u64;
+        let mut refused = None;
+        for turn in 1..=20u64 {
+            let batch = format!(
+                r#"[{{"type":"turn/start","seq":{},"time":1,"data":{{"turn":{turn}}}}},{{"type":"user/message","seq":{},"time":1,"surfaceOp":"append","data":{}}},{{"type":"turn/end","seq":{},"time":1,"data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}]"#,
+                seq,
+                seq + 1,
+                big_message(MIB).replace("\"u1\"", &format!("\"u{turn}\"")),
+                seq + 2
+            );
+            match store.append_json("cold", &batch) {
+                Ok(_) => seq += 3,
+                Err(e) => {
+                    refused = Some(e);
+                    break;
+                }
+            }
+        }
+        let e = refused.unwrap_or_else(|| panic!("{kind}: 20 MiB never refused"));
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{kind}: {e}");
+        assert!(e.to_string().contains("maxLogBytes 8388608"), "{kind}: {e}");
+        drop(store);
+        let store = Store::open_json(&config).unwrap();
+        assert_eq!(
+            store.load("cold").unwrap().events.len() as u64,
+            seq,
+            "{kind}"
+        );
+    }
+}

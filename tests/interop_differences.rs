@@ -760,3 +760,172 @@ fn a3_creating_a_stored_id_says_it_already_exists_in_this_backend() {
         );
     }
 }
+
+/// A complete turn whose four chunk deltas the SQLite store packs into one
+/// row (seq 1, `ignorable = 0`), then its `turn/end` at seq 5.
+fn packed_turn() -> Vec<Event> {
+    let mut json = vec![T1.to_string()];
+    for (i, t) in ["a", "b", "c", "d"].iter().enumerate() {
+        json.push(format!(
+            r#"{{"type":"assistant/chunk","seq":{},"time":2,"data":{{"turn":1,"step":1,"chunk":{{"type":"text-delta","index":0,"text":"{t}"}}}}}}"#,
+            i + 1
+        ));
+    }
+    json.push(
+        r#"{"type":"turn/end","seq":5,"time":3,"data":{"turn":1,"reason":{"kind":"completed"}}}"#
+            .into(),
+    );
+    events(&format!("[{}]", json.join(",")))
+}
+
+/// A.1 #14: `read_from(k)` next to a malformed packed row that starts
+/// fewer than 1024 seqs before `k` fails closed, as the original's does
+/// ("invalid committed physical row at seq N"), instead of returning the
+/// suffix after it (the shared row scan: SQLite and PostgreSQL).
+#[test]
+fn a1_14_read_from_next_to_a_malformed_packed_row_fails_closed() {
+    let dir = TempDir::new("a1-14");
+    let store = sqlite(dir.path());
+    store.create(header("s")).unwrap();
+    store.append("s", packed_turn()).unwrap();
+    store.close().unwrap();
+    let db = dir.path().join("s.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let packed: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM events WHERE seq = 1 AND ignorable = 0",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        packed, 1,
+        "the chunks were not packed into the row at seq 1"
+    );
+    let store = sqlite(dir.path());
+    assert_eq!(store.read_from("s", 5).unwrap().events.len(), 1);
+    store.close().unwrap();
+    conn.execute_batch("UPDATE events SET data = '{not json' WHERE seq = 1")
+        .unwrap();
+    drop(conn);
+    let store = sqlite(dir.path());
+    for k in [2, 5] {
+        let e = store
+            .read_from("s", k)
+            .expect_err("read_from returned a suffix");
+        assert_eq!(e.kind(), ErrorKind::Corruption, "k {k}: {e}");
+        assert!(
+            e.to_string()
+                .contains("invalid committed physical row at seq 1"),
+            "k {k}: {e}"
+        );
+    }
+}
+
+/// A.1 #12: a `sessions` row whose columns the original's
+/// `decodeSessionRow` refuses (an incarnation that is not a UUID, an
+/// origin other than "subagent", a relative cwd, a negative revision, an
+/// empty id) fails `list` and every read as `corruption`, naming the
+/// session and the column.
+#[test]
+fn a1_12_a_damaged_sessions_row_fails_list_and_load() {
+    let damages = [
+        (
+            "incarnation = 'not-a-uuid'",
+            "s",
+            "incarnation \"not-a-uuid\", not a UUID",
+        ),
+        (
+            "origin = 'other'",
+            "s",
+            "origin \"other\", not \"subagent\"",
+        ),
+        (
+            "cwd = 'relative/dir'",
+            "s",
+            "cwd \"relative/dir\", not an absolute path",
+        ),
+        (
+            "revision = -1",
+            "s",
+            "revision -1, not a non-negative safe integer",
+        ),
+        ("id = ''", "", "id \"\", not a non-empty string"),
+    ];
+    for (i, (set, id, want)) in damages.iter().enumerate() {
+        let dir = TempDir::new(&format!("a1-12-{i}"));
+        let store = sqlite(dir.path());
+        // A plain session before the damaged one, and one after it.
+        for s in ["a", "s", "z"] {
+            store.create(header(s)).unwrap();
+            store.append(s, events(&format!("[{T1},{E1}]"))).unwrap();
+        }
+        store.close().unwrap();
+        let conn = rusqlite::Connection::open(dir.path().join("s.db")).unwrap();
+        if id.is_empty() {
+            conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        }
+        conn.execute_batch(&format!("UPDATE sessions SET {set} WHERE id = 's'"))
+            .unwrap();
+        drop(conn);
+        let store = sqlite(dir.path());
+        let want = format!("session \"{id}\" row has {want}");
+        let mut results = vec![("list", store.list().map(|_| ()))];
+        if !id.is_empty() {
+            results.push(("load", store.load(id).map(|_| ())));
+            results.push(("read_from", store.read_from(id, 0).map(|_| ())));
+        }
+        for (what, r) in results {
+            let e = r.expect_err(&format!("{set}: {what} accepted a damaged row"));
+            assert_eq!(e.kind(), ErrorKind::Corruption, "{set}: {what}: {e}");
+            assert!(e.to_string().contains(&want), "{set}: {what}: {e}");
+        }
+        // The other sessions still load.
+        store.load("a").unwrap();
+    }
+}
+
+/// A.3 (message only): a JSONL log whose header id/cwd identify another
+/// artifact, and a SQLite session row with a negative `created_at`, are
+/// refused in the original's words ("session artifact "<p>" holds the
+/// header of session "s" …", "session "s" row has created_at -1, …"),
+/// with our kind (`corruption`).
+#[test]
+fn a3_misplaced_headers_and_bad_session_rows_use_the_original_wording() {
+    let dir = TempDir::new("a3-wording");
+    let store = jsonl(dir.path(), Compression::None);
+    let path = write_raw(
+        &store,
+        &HEADER_LINE.replace("\"/w\"", "\"/elsewhere\""),
+        &[T1, E1],
+    );
+    let e = store.list().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    let want = format!(
+        "session artifact \"{}\" holds the header of session \"s\"",
+        path.display()
+    );
+    assert!(e.to_string().contains(&want), "{e}");
+
+    let store = sqlite(dir.path());
+    store.create(header("s")).unwrap();
+    store.append("s", events(&format!("[{T1},{E1}]"))).unwrap();
+    store.close().unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("s.db")).unwrap();
+    conn.execute_batch("UPDATE sessions SET created_at = -1")
+        .unwrap();
+    drop(conn);
+    let store = sqlite(dir.path());
+    for (what, r) in [
+        ("list", store.list().map(|_| ())),
+        ("load", store.load("s").map(|_| ())),
+    ] {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corruption, "{what}: {e}");
+        assert!(
+            e.to_string()
+                .contains("session \"s\" row has created_at -1, "),
+            "{what}: {e}"
+        );
+    }
+}

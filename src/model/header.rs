@@ -408,7 +408,7 @@ fn string_field(raw: &str, field: &str) -> Result<String> {
 
 /// POSIX absolute paths, and Windows drive or UNC paths (the original runs
 /// on both).
-fn is_absolute(p: &str) -> bool {
+pub fn is_absolute(p: &str) -> bool {
     let b = p.as_bytes();
     p.starts_with('/')
         || p.starts_with("\\\\")

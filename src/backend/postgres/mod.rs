@@ -122,6 +122,11 @@ pub struct PostgresBackend {
     limits: Limits,
     /// `PostgreSQL server at …`, the subject of limit errors.
     label: String,
+    /// Per session: the incarnation and revision a read or append of this
+    /// backend last saw, and the log's size count then. A store-level
+    /// append checks `maxLogBytes` against it, as the SQLite backend does
+    /// (`Limits::check_log_append`); an unknown size is not checked.
+    log_bytes: Mutex<std::collections::HashMap<String, (String, i64, u64)>>,
 }
 
 impl PostgresBackend {
@@ -147,6 +152,7 @@ impl PostgresBackend {
             schema: config.schema.clone(),
             store_id,
             own_locks: Arc::default(),
+            log_bytes: Mutex::default(),
         })
     }
 
@@ -426,6 +432,18 @@ impl Backend for PostgresBackend {
         for e in events {
             self.limits.check_event(e, id)?;
         }
+        let known = match expect {
+            Expect::New => Some((
+                String::new(),
+                -1,
+                crate::backend::limits::new_log_bytes(header),
+            )),
+            Expect::At(_) => self.log_bytes.lock().get(id).cloned(),
+        };
+        let after = match &known {
+            Some((_, _, before)) => Some(self.limits.check_log_append(*before, events, id)?),
+            None => None,
+        };
         let batch = writer::Batch::encode(id, events)?;
         let first = events[0].seq;
         let next = first + events.len() as u64;
@@ -449,6 +467,19 @@ impl Backend for PostgresBackend {
                 )
             },
         )?;
+        let mut sizes = self.log_bytes.lock();
+        match (known, after) {
+            (Some((k_inc, k_rev, _)), Some(after))
+                if matches!(expect, Expect::New) || (k_inc == inc && k_rev + 1 == rev) =>
+            {
+                sizes.insert(id.to_string(), (inc.clone(), rev, after));
+            }
+            // Someone else wrote in between: the size is not known.
+            _ => {
+                sizes.remove(id);
+            }
+        }
+        drop(sizes);
         Ok(self.token(&inc, rev))
     }
 
@@ -460,6 +491,12 @@ impl Backend for PostgresBackend {
                 row_scan::read_pipelined(&ctx, |sink| reader::read_log(c, id, sink))
             },
         )?;
+        if let Some((session, _, None, log_bytes)) = &read {
+            self.log_bytes.lock().insert(
+                id.to_string(),
+                (session.incarnation.clone(), session.revision, *log_bytes),
+            );
+        }
         Ok(read.map(|(session, events, torn, log_bytes)| StoredLog {
             revision: self.token(&session.incarnation, session.revision),
             header: session.header,
@@ -496,6 +533,7 @@ impl Backend for PostgresBackend {
 
     fn commit_repair(&self, id: &str, log: &StoredLog, closers: &[Event]) -> Result<Revision> {
         let from_seq = checks::repair_plan(id, log, closers)?;
+        self.log_bytes.lock().remove(id);
         let batch = writer::Batch::encode(id, closers)?;
         let next = log.events.len() as u64 + closers.len() as u64;
         let notify = writer::Notify {
@@ -523,6 +561,7 @@ impl Backend for PostgresBackend {
     }
 
     fn delete(&self, id: &str, _writer: &WriterLock) -> Result<bool> {
+        self.log_bytes.lock().remove(id);
         self.run(
             &|| format!("cannot delete session {}", quote(id)),
             // A retry after a lost reply finds nothing left: the first

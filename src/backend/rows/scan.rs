@@ -361,12 +361,19 @@ pub fn suffix_lookback_seq(k: u64) -> (i64, i64) {
 /// Decodes the rows a suffix read fetched for `k` (see
 /// [`suffix_lookback_seq`]; ordered by seq): the events with `seq >= k`.
 /// The last-turn/end rule applies to the rows read; a torn tail is dropped.
+/// A fetched packed row before `k` that does not decode fails the read.
 /// Rows are decoded under `ctx`'s bounds.
 pub fn scan_suffix(rows: Vec<StoredRow>, k: u64, ctx: &ReadCtx<'_>) -> Result<Vec<Event>> {
     let k_sql = i64::try_from(k).unwrap_or(i64::MAX);
     let mut decoded = decode_all(rows, ctx)?;
-    // Of the packed rows before k, keep only one that covers k.
     let before = decoded.iter().take_while(|(seq, _)| *seq < k_sql).count();
+    // A packed row before k that does not decode may cover k: the read
+    // fails closed, as the original's does (DIFFERENCES A.1 #14), instead
+    // of returning a suffix that may lack its first events.
+    if let Some((seq, _)) = decoded[..before].iter().find(|(_, r)| r.is_err()) {
+        return Err(invalid_committed_row(*seq));
+    }
+    // Of the packed rows before k, keep only one that covers k.
     let cover = decoded[..before]
         .iter()
         .rposition(|(_, r)| matches!(r, Ok(rec) if rec.first_seq() + rec.member_count() > k));

@@ -498,7 +498,7 @@ mod tests {
         let be = backend_with(&["b", "a", "c"]);
         be.with_conn(|c| {
             c.execute_batch(
-                "UPDATE sessions SET parent_session = 'a', seed_length = 2, origin = 'o', delegation_depth = 1, agent_preset = 'p' WHERE id = 'c'",
+                "UPDATE sessions SET parent_session = 'a', seed_length = 2, origin = 'subagent', delegation_depth = 1, agent_preset = 'p' WHERE id = 'c'",
             )
             .unwrap();
             Ok(())
@@ -519,7 +519,7 @@ mod tests {
         let c = &listed[2];
         assert_eq!(c.parent_session.as_deref(), Some("a"));
         assert_eq!((c.seed_length, c.delegation_depth), (Some(2), Some(1)));
-        assert_eq!(c.origin.as_deref(), Some("o"));
+        assert_eq!(c.origin.as_deref(), Some("subagent"));
         assert_eq!(c.agent_preset.as_deref(), Some("p"));
     }
 
@@ -611,7 +611,7 @@ mod tests {
         let be = backend_with(&["p1", "o1", "p2", "v1", "p3", "n1"]);
         be.with_conn(|c| {
             c.execute_batch(
-                "UPDATE sessions SET origin = 'o' WHERE id = 'o1';
+                "UPDATE sessions SET origin = 'subagent' WHERE id = 'o1';
                  UPDATE sessions SET version = 3 WHERE id = 'v1';
                  UPDATE sessions SET cwd = NULL WHERE id IN ('p2', 'n1');
                  UPDATE sessions SET agent_preset = 'a' WHERE id = 'n1'",
@@ -630,7 +630,7 @@ mod tests {
         assert_eq!(listed, snapshots);
         let ids: Vec<&str> = listed.iter().map(|h| h.id.as_str()).collect();
         assert_eq!(ids, ["p1", "o1", "p2", "v1", "p3", "n1"]);
-        assert_eq!(listed[1].origin.as_deref(), Some("o"));
+        assert_eq!(listed[1].origin.as_deref(), Some("subagent"));
         assert_eq!(listed[2].cwd, None);
         assert_eq!(listed[3].version, 3);
         assert_eq!(listed[4].cwd.as_deref(), Some("/w"));

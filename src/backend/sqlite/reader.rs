@@ -27,16 +27,17 @@ pub struct SessionRow {
 const SESSION_COLUMNS: &str = "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, incarnation, revision";
 
 /// [`list_headers`]' first query: the columns of a plain row (version 0,
-/// every optional header column NULL: what most sessions hold), and in the
-/// last column `NULL` for such a row, else its rowid. Column positions match
+/// every optional header column NULL, a UUID incarnation and a valid
+/// revision: what most sessions hold), and in the last column `NULL` for
+/// such a row, else its rowid. Column positions match
 /// [`LIST_FROM_SQL`] (the constant in place of `version` costs nothing per
 /// row and is never read). Fetching the five NULL columns one by one costs
 /// about a fifth of a listing; the test for them in SQL is cheaper.
-const LIST_PLAIN_SQL: &str = "SELECT id, 0, created_at, cwd, CASE WHEN version = 0 AND parent_session IS NULL AND seed_length IS NULL AND origin IS NULL AND delegation_depth IS NULL AND agent_preset IS NULL THEN NULL ELSE rowid END FROM sessions ORDER BY rowid";
+const LIST_PLAIN_SQL: &str = "SELECT id, 0, created_at, cwd, CASE WHEN version = 0 AND parent_session IS NULL AND seed_length IS NULL AND origin IS NULL AND delegation_depth IS NULL AND agent_preset IS NULL AND typeof(revision) = 'integer' AND revision >= 0 AND incarnation GLOB '[0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F]-[0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F]-[0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F]-[0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F]-[0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F]' THEN NULL ELSE rowid END FROM sessions ORDER BY rowid";
 
 /// [`list_headers`]' query from the first row that is not plain on: the
-/// header columns of [`SESSION_COLUMNS`].
-const LIST_FROM_SQL: &str = "SELECT id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset FROM sessions WHERE rowid >= ?1 ORDER BY rowid";
+/// columns of [`SESSION_COLUMNS`].
+const LIST_FROM_SQL: &str = "SELECT id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, incarnation, revision FROM sessions WHERE rowid >= ?1 ORDER BY rowid";
 
 /// Compiles the `list` query into the connection's statement cache (at
 /// open, right after the schema was verified), so a first `list` runs it
@@ -47,15 +48,49 @@ pub fn prepare_list(conn: &Connection, label: &str) -> Result<()> {
         .map_err(|e| sql_error(label, "cannot prepare the session listing", e))
 }
 
-fn bad_session_row(id: &str, field: &str, value: i64) -> Error {
+fn bad_session_row(id: &str, field: &str, value: &str, must: &str) -> Error {
     Error::corruption(format!(
-        "session {} row has {field} {value}, not a non-negative safe integer",
+        "session {} row has {field} {value}, not {must}",
         quote(id)
     ))
 }
 
-/// The first out-of-range integer column of a row: (column, value).
-type Invalid = Option<(&'static str, i64)>;
+/// The first column of a row that the original's `decodeSessionRow`
+/// refuses (DIFFERENCES A.1 #12): (column, value shown, what it must be).
+type Invalid = Option<(&'static str, String, &'static str)>;
+
+const SAFE_UINT: &str = "a non-negative safe integer";
+
+/// The first text column of `header` the original refuses: an empty id, a
+/// relative cwd, an origin other than "subagent".
+fn invalid_text(header: &SessionHeader) -> Invalid {
+    if header.id.is_empty() {
+        return Some(("id", quote(""), "a non-empty string"));
+    }
+    if let Some(cwd) = header
+        .cwd
+        .as_deref()
+        .filter(|c| !crate::model::header::is_absolute(c))
+    {
+        return Some(("cwd", quote(cwd), "an absolute path"));
+    }
+    if let Some(o) = header.origin.as_deref().filter(|o| *o != "subagent") {
+        return Some(("origin", quote(o), "\"subagent\""));
+    }
+    None
+}
+
+/// The first of the revision columns (9, 10) the original refuses: an
+/// incarnation that is not a UUID, a negative revision.
+fn invalid_revision(incarnation: &str, revision: i64) -> Invalid {
+    if !crate::uuid::is_uuid(incarnation) {
+        return Some(("incarnation", quote(incarnation), "a UUID"));
+    }
+    if !(0..=crate::model::json::MAX_SAFE_INTEGER).contains(&revision) {
+        return Some(("revision", revision.to_string(), SAFE_UINT));
+    }
+    None
+}
 
 /// The header of a row whose first columns are those of [`LIST_HEADERS_SQL`].
 fn header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHeader, Invalid)> {
@@ -70,7 +105,9 @@ fn header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHeader, In
         if (0..=crate::model::json::MAX_SAFE_INTEGER).contains(&v) {
             v as u64
         } else {
-            invalid = invalid.or(Some((name, v)));
+            if invalid.is_none() {
+                invalid = Some((name, v.to_string(), SAFE_UINT));
+            }
             0
         }
     };
@@ -89,17 +126,33 @@ fn header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHeader, In
         id,
         invalid: None,
     };
+    let invalid = invalid.or_else(|| invalid_text(&header));
     Ok((header, invalid))
+}
+
+/// A row of [`SESSION_COLUMNS`] (or of [`LIST_FROM_SQL`]): its header, and
+/// its incarnation and revision checked too.
+fn checked_header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHeader, Invalid)> {
+    let (header, invalid) = header_from_sql(r)?;
+    let incarnation = rows::text_lossy_required(r, 9)?;
+    let revision: i64 = r.get(10)?;
+    Ok((
+        header,
+        invalid.or_else(|| invalid_revision(&incarnation, revision)),
+    ))
 }
 
 fn session_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionRow, Invalid)> {
     let (header, invalid) = header_from_sql(r)?;
+    let incarnation = rows::text_lossy_required(r, 9)?;
+    let revision: i64 = r.get(10)?;
+    let invalid = invalid.or_else(|| invalid_revision(&incarnation, revision));
     Ok((
         SessionRow {
             version: header.version,
             header,
-            incarnation: rows::text_lossy_required(r, 9)?,
-            revision: r.get(10)?,
+            incarnation,
+            revision,
         },
         invalid,
     ))
@@ -108,7 +161,7 @@ fn session_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionRow, Inva
 /// Refuses the row of session `id` when it holds an out-of-range integer.
 fn check_row(id: &str, invalid: Invalid) -> Result<()> {
     match invalid {
-        Some((field, value)) => Err(bad_session_row(id, field, value)),
+        Some((field, value, must)) => Err(bad_session_row(id, field, &value, must)),
         None => Ok(()),
     }
 }
@@ -155,7 +208,7 @@ pub fn list_headers(conn: &Connection, label: &str) -> Result<Vec<SessionHeader>
             let mut rest_rows = rest.query([rowid]).map_err(err)?;
             while let Some(r) = rest_rows.next().map_err(err)? {
                 crate::store::cancel::checkpoint()?;
-                let (header, invalid) = header_from_sql(r).map_err(err)?;
+                let (header, invalid) = checked_header_from_sql(r).map_err(err)?;
                 note(out.len(), invalid);
                 out.push(header);
             }
@@ -199,7 +252,7 @@ fn plain_header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHead
     let created_at = if (0..=crate::model::json::MAX_SAFE_INTEGER).contains(&created_at) {
         created_at as u64
     } else {
-        invalid = Some(("created_at", created_at));
+        invalid = Some(("created_at", created_at.to_string(), SAFE_UINT));
         0
     };
     let header = SessionHeader {
@@ -214,6 +267,7 @@ fn plain_header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHead
         agent_preset: None,
         invalid: None,
     };
+    let invalid = invalid.or_else(|| invalid_text(&header));
     Ok((header, invalid))
 }
 
