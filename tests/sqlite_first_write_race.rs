@@ -12,7 +12,6 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -128,28 +127,8 @@ fn two_processes_initialise_a_new_database_at_once() {
                     .unwrap();
             }
             let go = dir.path().join(format!("go-{i}"));
-            let mut kids: Vec<Child> = ["a", "b"].iter().map(|n| spawn(&db, n, &go)).collect();
-            let mut readers: Vec<_> = kids
-                .iter_mut()
-                .map(|k| BufReader::new(k.stdout.take().unwrap()).lines())
-                .collect();
-            for r in &mut readers {
-                // libtest prints its own lines first.
-                loop {
-                    let line = r.next().expect("the child said ready").unwrap();
-                    if line.ends_with("ready") {
-                        break;
-                    }
-                }
-            }
-            std::fs::write(&go, b"").unwrap();
-            let outs: Vec<String> = readers
-                .into_iter()
-                .map(|r| r.map_while(|l| l.ok()).collect::<Vec<_>>().join("\n"))
-                .collect();
-            for k in kids {
-                assert!(k.wait_with_output().unwrap().status.success());
-            }
+            let kids: Vec<Child> = ["a", "b"].iter().map(|n| spawn(&db, n, &go)).collect();
+            let outs = support::race::release_together(kids, &go);
             let ctx = format!("{start} race {i}");
             let tokens: Vec<String> = outs
                 .iter()

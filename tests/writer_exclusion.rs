@@ -743,7 +743,7 @@ fn the_create_race_across_cwds_has_one_winner() {
         for i in 0..iters {
             let id = format!("race-{i}");
             let go = dir.path().join(format!("go-{i}"));
-            let mut kids: Vec<Child> = ["A", "B"]
+            let kids: Vec<Child> = ["A", "B"]
                 .iter()
                 .map(|cwd| {
                     spawn_child(&format!(
@@ -755,27 +755,7 @@ fn the_create_race_across_cwds_has_one_winner() {
                 })
                 .collect();
             // Both ready, then go at once.
-            let mut readers: Vec<_> = kids
-                .iter_mut()
-                .map(|k| BufReader::new(k.stdout.take().unwrap()).lines())
-                .collect();
-            for r in &mut readers {
-                // libtest prints its own lines first.
-                loop {
-                    let line = r.next().expect("the child said ready").unwrap();
-                    if line.ends_with("ready") {
-                        break;
-                    }
-                }
-            }
-            std::fs::write(&go, b"").unwrap();
-            let outs: Vec<String> = readers
-                .into_iter()
-                .map(|r| r.map_while(|l| l.ok()).collect::<Vec<_>>().join("\n"))
-                .collect();
-            for k in kids {
-                assert!(k.wait_with_output().unwrap().status.success());
-            }
+            let outs = support::race::release_together(kids, &go);
             let ctx = format!("{} create race {i}", kind.name());
             let won: Vec<&str> = ["A", "B"]
                 .into_iter()

@@ -93,24 +93,6 @@ struct Verify {
     check_name: bool,
 }
 
-fn tls12(
-    algs: &WebPkiSupportedAlgorithms,
-    message: &[u8],
-    cert: &CertificateDer<'_>,
-    dss: &DigitallySignedStruct,
-) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-    rustls::crypto::verify_tls12_signature(message, cert, dss, algs)
-}
-
-fn tls13(
-    algs: &WebPkiSupportedAlgorithms,
-    message: &[u8],
-    cert: &CertificateDer<'_>,
-    dss: &DigitallySignedStruct,
-) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-    rustls::crypto::verify_tls13_signature(message, cert, dss, algs)
-}
-
 impl ServerCertVerifier for NoCertificateCheck {
     fn verify_server_cert(
         &self,
@@ -129,7 +111,7 @@ impl ServerCertVerifier for NoCertificateCheck {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        tls12(&self.0, message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
     }
 
     fn verify_tls13_signature(
@@ -138,7 +120,7 @@ impl ServerCertVerifier for NoCertificateCheck {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        tls13(&self.0, message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
