@@ -206,12 +206,7 @@ pub fn apply_journal_pragmas(
     mode: JournalMode,
     in_memory: bool,
 ) -> Result<()> {
-    let got: String = conn
-        .query_row(
-            &format!("PRAGMA journal_mode = {}", mode.as_str()),
-            [],
-            |r| r.get(0),
-        )
+    let got = set_journal_mode(conn, mode)
         .map_err(|e| sql_error(label, "cannot set PRAGMA journal_mode", e))?;
     let want = if in_memory { "memory" } else { mode.as_str() };
     if !got.eq_ignore_ascii_case(want) {
@@ -221,6 +216,30 @@ pub fn apply_journal_pragmas(
         )));
     }
     set_and_verify(conn, label, "synchronous", "FULL", "2")
+}
+
+/// `PRAGMA journal_mode = …`, retried while another connection's lock is in
+/// the way, for as long as the connection's busy timeout: SQLite answers a
+/// journal-mode change that would have to wait with `SQLITE_BUSY` at once,
+/// without calling the busy handler (two processes making a new database
+/// at the same instant both get here).
+fn set_journal_mode(conn: &Connection, mode: JournalMode) -> rusqlite::Result<String> {
+    let sql = format!("PRAGMA journal_mode = {}", mode.as_str());
+    let timeout_ms: u64 = conn.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms);
+    loop {
+        match conn.query_row(&sql, [], |r| r.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(f, _))
+                if matches!(
+                    f.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
 }
 
 type Objects = Vec<(String, String, String, Option<String>)>;
