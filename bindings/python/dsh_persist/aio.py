@@ -20,6 +20,17 @@ cancellable: cancelling the awaiting task sets the library's cancel token
 is unchanged. Writes run to their end once begun (a cancelled task still
 waits for them, then raises ``CancelledError``).
 
+The large reads (``load``, ``inspect``, ``read_from`` and their ``_raw``
+forms) are paged: the worker thread reads the log into a result the library
+keeps, then the loop parses it a page of events at a time (or joins text
+slices), with ``await asyncio.sleep(0)`` between pages, so no single step
+parses the whole log under the GIL. ``iterate(id, from_seq)`` yields the
+events one at a time (``async for``) without keeping them all; leave it
+with ``break`` inside ``contextlib.aclosing`` (or call ``aclose()``) to free
+its read at once. The cyclic GC of CPython < 3.14 is not incremental: a
+host that keeps a large log in memory pays full collections proportional to
+its heap (see the README's stall figures).
+
 Two helpers carry every operation: :func:`_in_thread` (a synchronous method
 in the executor) and :func:`_cancellable` (an ``_ex`` read under a token), so
 a new operation gets its async form in one line.
@@ -188,6 +199,35 @@ async def _collect(result: Any) -> Dict[str, Any]:
         lib.dsh_result_free(result)
 
 
+async def _collect_text(result: Any) -> str:
+    """The whole text of ``result`` (what the synchronous call returns), slice
+    by slice, yielding between slices; frees it."""
+    try:
+        total = ctypes.c_uint64()
+        lib.dsh_result_count(result, None, ctypes.byref(total))
+        parts: List[str] = []
+        offset, budget = 0, 4 * _FIRST_PAGE_BYTES
+        nxt = ctypes.c_uint64()
+        while offset < total.value:
+            t0 = time.perf_counter()
+            parts.append(_owned_slice(result, offset, budget, nxt))
+            budget = _next_budget(budget, nxt.value - offset, time.perf_counter() - t0)
+            offset = nxt.value
+            await asyncio.sleep(0)
+        return "".join(parts)
+    finally:
+        lib.dsh_result_free(result)
+
+
+def _owned_slice(result: Any, offset: int, budget: int, nxt: Any) -> str:
+    out = c_void_p()
+    lib.dsh_result_text(result, offset, budget, ctypes.byref(out), ctypes.byref(nxt))
+    try:
+        return ctypes.string_at(out.value).decode("utf-8")
+    finally:
+        lib.dsh_free(out)
+
+
 def live_results() -> int:
     """How many ``dsh_result`` objects are live (made, not freed) in this process."""
     return int(lib.dsh_result_live())
@@ -264,10 +304,14 @@ class AsyncStore:
         return _cancellable(lambda t: loads(required(_read_ex(self.sync, fn, args, t), fn)))  # type: ignore[return-value]
 
     async def load_raw(self, session_id: str) -> str:
-        return await self._text(lib.dsh_store_load_ex, encode_text(session_id, "session_id"))
+        """:meth:`Store.load_raw`, paged: the text arrives in slices (see :meth:`load`)."""
+        return await self._paged_text(lib.dsh_store_load_paged_ex, encode_text(session_id, "session_id"))
 
     async def _paged(self, fn: Any, *args: Any) -> Dict[str, Any]:
         return await _collect(await _read_paged(self.sync, fn, args))
+
+    async def _paged_text(self, fn: Any, *args: Any) -> str:
+        return await _collect_text(await _read_paged(self.sync, fn, args))
 
     async def load(self, session_id: str) -> Dict[str, Any]:
         """:meth:`Store.load`; cancelled before its repair began, it commits none.
@@ -275,15 +319,17 @@ class AsyncStore:
         return await self._paged(lib.dsh_store_load_paged_ex, encode_text(session_id, "session_id"))
 
     async def inspect_raw(self, session_id: str) -> str:
-        return await self._text(lib.dsh_store_inspect_ex, encode_text(session_id, "session_id"))
+        """:meth:`Store.inspect_raw`, paged: the text arrives in slices (see :meth:`load`)."""
+        return await self._paged_text(lib.dsh_store_inspect_paged_ex, encode_text(session_id, "session_id"))
 
     async def inspect(self, session_id: str) -> Dict[str, Any]:
         """:meth:`Store.inspect`, paged as :meth:`load`."""
         return await self._paged(lib.dsh_store_inspect_paged_ex, encode_text(session_id, "session_id"))
 
     async def read_from_raw(self, session_id: str, from_seq: int = 0) -> str:
+        """:meth:`Store.read_from_raw`, paged as :meth:`load_raw`."""
         sid = encode_text(session_id, "session_id")
-        return await self._text(lib.dsh_store_read_from_ex, sid, check_uint(from_seq, "from_seq"))
+        return await self._paged_text(lib.dsh_store_read_from_paged_ex, sid, check_uint(from_seq, "from_seq"))
 
     async def read_from(self, session_id: str, from_seq: int = 0) -> Dict[str, Any]:
         """:meth:`Store.read_from`, paged as :meth:`load`."""

@@ -58,8 +58,11 @@ def test_paged_reads_equal_the_synchronous_ones(kind, tmp_path):
             for sid in ("one", "many", "big"):
                 assert await store.load(sid) == sync.load(sid), sid
                 assert await store.inspect(sid) == sync.inspect(sid), sid
+                assert await store.load_raw(sid) == sync.load_raw(sid), sid
+                assert await store.inspect_raw(sid) == sync.inspect_raw(sid), sid
                 for start in (0, 1, 2, 1000, 1_000_000):
                     assert await store.read_from(sid, start) == sync.read_from(sid, start), (sid, start)
+                    assert await store.read_from_raw(sid, start) == sync.read_from_raw(sid, start), (sid, start)
                     got = [ev async for ev in store.iterate(sid, start)]
                     assert got == sync.read_from(sid, start)["events"], (sid, start)
             empty = await store.read_from("many", 1_000_000)
@@ -77,7 +80,8 @@ def test_a_cancellation_while_paging_frees_the_result(kind, tmp_path):
             n = turns_to(s, 30_000)
             s.close()
             before = store.sync.inspect_raw("p")
-            for call in (lambda: store.load("p"), lambda: store.inspect("p"), lambda: store.read_from("p", 0)):
+            calls = (lambda: store.load("p"), lambda: store.inspect("p"), lambda: store.read_from("p", 0), lambda: store.load_raw("p"))
+            for call in calls:
                 task = asyncio.ensure_future(call())
                 await result_made()
                 for _ in range(3):  # a few pages in
