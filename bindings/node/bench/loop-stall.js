@@ -7,9 +7,11 @@
 // goal is <= 5 ms), the p99 of all gaps, the longest stall that overlapped
 // no V8 garbage collection ("no GC"), and the longest GC pause seen (from
 // perf_hooks 'gc' entries). "on-CPU max" is the longest time the loop's
-// thread actually ran within one gap (from /proc/self/schedstat, Linux; in
+// thread actually ran within one gap (its thread CPU clock; in
 // parentheses: within a gap that overlapped no GC, i.e. the wrapper's and
-// the library's own steps): a
+// the library's own steps, plus incremental marking, which reports no GC
+// entry); the wait for a core comes from /proc/self/schedstat (Linux; it
+// lags by up to a scheduler tick): a
 // stall much longer than it is the thread waiting for a core (a loaded
 // machine), not work on the loop. Then, once each, the same work through the
 // synchronous calls for comparison. The machine load (os.loadavg) is printed.
@@ -37,13 +39,30 @@ new PerformanceObserver((list) => {
   for (const e of list.getEntries()) gcs.push([e.startTime, e.startTime + e.duration]);
 }).observe({ entryTypes: ['gc'] });
 
+// This thread's CPU time, exact (clock_gettime(CLOCK_THREAD_CPUTIME_ID) through
+// koffi; /proc's run time lags by up to a scheduler tick, 4 ms here).
+const threadCpuMs = (() => {
+  try {
+    const { koffi } = require('../src/lib');
+    const timespec = koffi.struct('dsh_bench_timespec', { sec: 'int64', nsec: 'long' });
+    const clock = koffi.load('libc.so.6').func('int clock_gettime(int, _Out_ dsh_bench_timespec *)');
+    return () => {
+      const ts = {};
+      clock(3, ts); // CLOCK_THREAD_CPUTIME_ID
+      return Number(ts.sec) * 1e3 + Number(ts.nsec) / 1e6;
+    };
+  } catch {
+    return () => NaN;
+  }
+})();
+
 /** The main thread's [time on a CPU, time waiting for one] so far in ms (Linux), or NaNs. */
 function schedMs() {
   try {
     const f = fs.readFileSync('/proc/self/schedstat', 'latin1').split(' ');
-    return [Number(f[0]) / 1e6, Number(f[1]) / 1e6];
+    return [threadCpuMs(), Number(f[1]) / 1e6];
   } catch {
-    return [NaN, NaN];
+    return [threadCpuMs(), NaN];
   }
 }
 

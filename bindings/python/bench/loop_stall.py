@@ -8,8 +8,9 @@ of each run's longest stall (gap between ticks beyond the 1 ms period; goal
 <= 5 ms), the p99 of all gaps, the longest stall that overlapped no
 collection of the cyclic GC ("no GC"), the longest GC collection seen
 (``gc.callbacks``), and "on-CPU max": the longest time the loop's thread
-actually ran within one gap (``/proc/self/schedstat``, Linux; in parentheses
-within gaps without a GC) -- a stall much longer than it is the thread
+actually ran within one gap (``time.thread_time()``; in parentheses within
+gaps without a GC; the wait for a core from ``/proc/self/schedstat``, Linux,
+which lags by up to a scheduler tick) -- a stall much longer than it is the thread
 waiting for a core on a loaded machine. "worst =" splits the largest gap
 (period included) into on-CPU, waiting for a core, and other (the thread
 blocked, e.g. on the GIL held by a worker thread, or asleep). Then, once each, the same work
@@ -46,12 +47,14 @@ gc.callbacks.append(_on_gc)
 
 def sched_ms():
     """The main thread's (time on a CPU, time waiting for one) so far in ms (Linux), or NaNs."""
+    # The CPU time from this thread's clock (exact; /proc's run time lags by
+    # up to a scheduler tick), the wait for a core from /proc (it lags too).
     try:
         with open("/proc/self/schedstat") as f:
-            run, wait = f.read().split()[:2]
-            return int(run) / 1e6, int(wait) / 1e6
+            wait = int(f.read().split()[1]) / 1e6
     except OSError:
-        return float("nan"), float("nan")
+        wait = float("nan")
+    return time.thread_time() * 1000, wait
 
 
 def config(kind, d):
