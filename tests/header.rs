@@ -201,6 +201,16 @@ pub const ADDED_FUNCTIONS: &[&str] = &[
     "dsh_store_list_summaries_ex",
     "dsh_store_search_ex",
     "dsh_store_export_ex",
+    // paged results of the large reads (issue 18, src/ffi/result.rs)
+    "dsh_store_load_paged_ex",
+    "dsh_store_inspect_paged_ex",
+    "dsh_store_read_from_paged_ex",
+    "dsh_result_count",
+    "dsh_result_head",
+    "dsh_result_page",
+    "dsh_result_text",
+    "dsh_result_free",
+    "dsh_result_live",
 ];
 
 /// The `dsh_*` function names the header declares (an identifier followed

@@ -296,6 +296,11 @@ export interface AsyncReadOptions {
   signal?: AbortSignalLike;
 }
 
+/** Options of `iterateAsync`: the first seq, and the signal. */
+export interface IterateOptions extends AsyncReadOptions {
+  fromSeq?: number | bigint;
+}
+
 /**
  * What the Promise forms use of an `AbortSignal` (Node's global one, or any
  * object of that shape): declared here so the types need neither the DOM
@@ -318,6 +323,13 @@ export interface Store {
   inspectRawAsync(id: string, opts?: AsyncReadOptions): Promise<string>;
   readFromAsync(id: string, fromSeq?: number | bigint, opts?: AsyncReadOptions): Promise<SessionView>;
   readFromRawAsync(id: string, fromSeq?: number | bigint, opts?: AsyncReadOptions): Promise<string>;
+  /**
+   * The events of `readFromAsync(id, fromSeq)` one at a time
+   * (`for await (const ev of store.iterateAsync(id))`): read off the loop at
+   * the first `next()`, then parsed a page at a time; leaving the loop early
+   * frees the read.
+   */
+  iterateAsync(id: string, opts?: IterateOptions): AsyncGenerator<SessionEvent, void, undefined>;
   readRawAsync(id: string, opts?: AsyncReadOptions): Promise<RawArtifact | null>;
   listAsync(opts?: AsyncReadOptions): Promise<SessionHeader[]>;
   listSnapshotsAsync(opts?: AsyncReadOptions): Promise<Array<{ header: SessionHeader; revision: string }>>;
@@ -362,3 +374,9 @@ export interface PlanMode {
 export declare function installSignalHandlers(opts?: { signals?: string[] }): () => void;
 /** Flushes every open session synchronously (for a host's own signal handlers); returns how many failed. */
 export declare function flushOpenSessions(): number;
+/**
+ * How many paged read results (`dsh_result`) are live in this process: 0
+ * when no loadAsync/inspectAsync/readFromAsync/iterateAsync is in progress
+ * (for a host's leak checks).
+ */
+export declare function liveResults(): number;

@@ -32,6 +32,7 @@ module.exports = {
   DshPanicError: errors.DshPanicError,
   installSignalHandlers: exit.installSignalHandlers,
   flushOpenSessions: exit.flushAll,
+  liveResults: require('./src/paged').liveResults,
   version: PACKAGE_VERSION,
   libraryPath,
   libraryVersion,

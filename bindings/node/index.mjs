@@ -24,6 +24,7 @@ export const {
   DshPanicError,
   installSignalHandlers,
   flushOpenSessions,
+  liveResults,
   version,
   libraryPath,
   libraryVersion,

@@ -17,6 +17,7 @@ use super::cancel::{Cancellable, dsh_cancel, dsh_error, ex_call};
 use super::catalog;
 use super::manage;
 use super::plan::{self, dsh_plan};
+use super::result::{self, dsh_result};
 use super::session::{self, dsh_session};
 use super::status::dsh_status;
 use super::store::{self, dsh_store};
@@ -721,6 +722,84 @@ pub unsafe extern "C" fn dsh_store_export_ex(
     unsafe {
         ex_call(cancel, out_error, Cancellable::Throughout, || {
             catalog::dsh_store_export(store, id, format, out_text)
+        })
+    }
+}
+
+/// `dsh_store_load_ex` with a paged result (issue 18): the same call, but the
+/// `{meta, events}` JSON stays in the library as a `dsh_result` that the host
+/// reads in pieces (`dsh_result_page`, `dsh_result_text`) on its event loop
+/// and frees with `dsh_result_free`. `out_result`: required (non-NULL); on
+/// `DSH_OK` receives the result (owned by the caller); untouched on failure.
+/// `cancel`, `out_error`: as in the `_ex` forms (NULL: none). Cancellable
+/// throughout, as `dsh_store_load_ex`. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_load_ex`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_load_paged_ex(
+    store: *mut dsh_store,
+    id: *const c_char,
+    out_result: *mut *mut dsh_result,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            result::view_call(store, id, out_result, |s, id| s.load(id))
+        })
+    }
+}
+
+/// `dsh_store_inspect_ex` with a paged result: as `dsh_store_load_paged_ex`
+/// (writes nothing, as `dsh_store_inspect`). `out_result`: required
+/// (non-NULL); on `DSH_OK` receives the result (owned by the caller, freed
+/// with `dsh_result_free`). `cancel`, `out_error`: as in the `_ex` forms
+/// (NULL: none). May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_inspect_ex`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_inspect_paged_ex(
+    store: *mut dsh_store,
+    id: *const c_char,
+    out_result: *mut *mut dsh_result,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            result::view_call(store, id, out_result, |s, id| s.inspect(id))
+        })
+    }
+}
+
+/// `dsh_store_read_from_ex` with a paged result: as
+/// `dsh_store_load_paged_ex` (the events with `seq >= from_seq`, as
+/// `dsh_store_read_from`). `out_result`: required (non-NULL); on `DSH_OK`
+/// receives the result (owned by the caller, freed with `dsh_result_free`).
+/// `cancel`, `out_error`: as in the `_ex` forms (NULL: none). May run on
+/// any thread.
+///
+/// # Safety
+/// As `dsh_store_read_from_ex`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_read_from_paged_ex(
+    store: *mut dsh_store,
+    id: *const c_char,
+    from_seq: u64,
+    out_result: *mut *mut dsh_result,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // A start beyond i64::MAX is past the end of any log.
+    let from = i64::try_from(from_seq).unwrap_or(i64::MAX);
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            result::view_call(store, id, out_result, |s, id| s.read_from(id, from))
         })
     }
 }

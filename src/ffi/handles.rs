@@ -43,6 +43,7 @@ pub(crate) enum Kind {
     Follow,
     Cancel,
     Error,
+    Result,
 }
 
 impl Kind {
@@ -54,6 +55,7 @@ impl Kind {
             Kind::Follow => "dsh_follow",
             Kind::Cancel => "dsh_cancel",
             Kind::Error => "dsh_error",
+            Kind::Result => "dsh_result",
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod catalog;
 mod handles;
 pub mod manage;
 pub mod plan;
+pub mod result;
 pub mod session;
 pub mod status;
 pub mod store;
@@ -25,6 +26,7 @@ pub mod strings;
 pub use cancel::{dsh_cancel, dsh_error};
 pub use catalog::dsh_follow;
 pub use plan::dsh_plan;
+pub use result::dsh_result;
 pub use session::dsh_session;
 pub use status::dsh_status;
 pub use store::dsh_store;
@@ -38,6 +40,7 @@ const _: () = {
     assert_send_sync::<dsh_follow>();
     assert_send_sync::<dsh_cancel>();
     assert_send_sync::<dsh_error>();
+    assert_send_sync::<dsh_result>();
 };
 
 #[cfg(test)]

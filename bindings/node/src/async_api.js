@@ -10,6 +10,7 @@
 
 const { fns } = require('./lib');
 const { runAsync } = require('./async');
+const paged = require('./paged');
 const { Store } = require('./store');
 const { Session } = require('./session');
 const { PlanMode } = require('./plan');
@@ -19,6 +20,16 @@ const exit = require('./exit');
 
 const sig = (opts) => (opts && opts.signal) || null;
 const parse = (t) => JSON.parse(t);
+
+async function pagedValue(fn, a, store, opts) {
+  const signal = sig(opts);
+  return paged.collect(await paged.readPaged(fn, a, [store], signal), signal);
+}
+
+async function pagedText(fn, a, store, opts) {
+  const signal = sig(opts);
+  return paged.collectText(await paged.readPaged(fn, a, [store], signal), signal);
+}
 
 function checkSession(session) {
   if (!(session instanceof Session)) throw new TypeError(`session must be a Session, not ${args.typeName(session)}`);
@@ -44,24 +55,38 @@ Object.assign(Store.prototype, {
     const raw = args.jsonArg(events, 'events', { array: true, what: 'session event batch' });
     return runAsync(fns.dsh_store_append_ex, [this._ptr(), args.text(id, 'id'), raw], { handles: [this] });
   },
+  // load, inspect and readFrom read into a paged result (src/paged.js): the
+  // log is read on a worker thread, then taken on the loop page by page. As
+  // before, the …RawAsync forms throw on bad arguments, the parsed ones reject.
   loadRawAsync(id, opts) {
-    return runAsync(fns.dsh_store_load_ex, [this._ptr(), args.text(id, 'id')], { handles: [this], signal: sig(opts), out: 'text' });
+    return pagedText(fns.dsh_store_load_paged_ex, [this._ptr(), args.text(id, 'id')], this, opts);
   },
   async loadAsync(id, opts) {
-    return parse(await this.loadRawAsync(id, opts));
+    return pagedValue(fns.dsh_store_load_paged_ex, [this._ptr(), args.text(id, 'id')], this, opts);
   },
   inspectRawAsync(id, opts) {
-    return runAsync(fns.dsh_store_inspect_ex, [this._ptr(), args.text(id, 'id')], { handles: [this], signal: sig(opts), out: 'text' });
+    return pagedText(fns.dsh_store_inspect_paged_ex, [this._ptr(), args.text(id, 'id')], this, opts);
   },
   async inspectAsync(id, opts) {
-    return parse(await this.inspectRawAsync(id, opts));
+    return pagedValue(fns.dsh_store_inspect_paged_ex, [this._ptr(), args.text(id, 'id')], this, opts);
   },
   readFromRawAsync(id, fromSeq = 0, opts) {
     const a = [this._ptr(), args.text(id, 'id'), args.uint64(fromSeq, 'fromSeq')];
-    return runAsync(fns.dsh_store_read_from_ex, a, { handles: [this], signal: sig(opts), out: 'text' });
+    return pagedText(fns.dsh_store_read_from_paged_ex, a, this, opts);
   },
   async readFromAsync(id, fromSeq = 0, opts) {
-    return parse(await this.readFromRawAsync(id, fromSeq, opts));
+    const a = [this._ptr(), args.text(id, 'id'), args.uint64(fromSeq, 'fromSeq')];
+    return pagedValue(fns.dsh_store_read_from_paged_ex, a, this, opts);
+  },
+  /**
+   * The stored events with `seq >= fromSeq` (as readFromAsync) one at a time:
+   * `for await (const ev of store.iterateAsync(id, {fromSeq, signal}))`.
+   * The read runs at the first `next()`; leaving the loop early frees it.
+   */
+  iterateAsync(id, opts = {}) {
+    const signal = sig(opts);
+    const a = [this._ptr(), args.text(id, 'id'), args.uint64((opts && opts.fromSeq) ?? 0, 'fromSeq')];
+    return paged.iterate(() => paged.readPaged(fns.dsh_store_read_from_paged_ex, a, [this], signal), signal);
   },
   async readRawAsync(id, opts) {
     const t = await runAsync(fns.dsh_store_read_raw_ex, [this._ptr(), args.text(id, 'id')], { handles: [this], signal: sig(opts), out: 'text' });

@@ -89,6 +89,7 @@ koffi.opaque('dsh_plan');
 koffi.opaque('dsh_follow');
 koffi.opaque('dsh_cancel');
 koffi.opaque('dsh_error');
+koffi.opaque('dsh_result');
 
 // Borrowed strings (dsh_version, dsh_last_error*) are plain `const char *`.
 const dsh_free = lib.func('void dsh_free(void *s)');
@@ -178,6 +179,16 @@ const PROTOTYPES = [
   'dsh_status dsh_store_list_summaries_ex(dsh_store *store, const char *query_json, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
   'dsh_status dsh_store_search_ex(dsh_store *store, const char *query_json, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
   'dsh_status dsh_store_export_ex(dsh_store *store, const char *id, const char *format, _Out_ dsh_owned_str *out_text, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  // paged results (src/paged.js)
+  'dsh_status dsh_store_load_paged_ex(dsh_store *store, const char *id, _Out_ dsh_result **out_result, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_inspect_paged_ex(dsh_store *store, const char *id, _Out_ dsh_result **out_result, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_read_from_paged_ex(dsh_store *store, const char *id, uint64_t from_seq, _Out_ dsh_result **out_result, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_result_count(const dsh_result *result, _Out_ uint64_t *out_events, _Out_ uint64_t *out_bytes)',
+  'dsh_status dsh_result_head(const dsh_result *result, _Out_ dsh_owned_str *out_json)',
+  'dsh_status dsh_result_page(const dsh_result *result, uint64_t first, uint64_t max_bytes, _Out_ dsh_owned_str *out_json, _Out_ uint64_t *out_next)',
+  'dsh_status dsh_result_text(const dsh_result *result, uint64_t offset, uint64_t max_bytes, _Out_ dsh_owned_str *out_text, _Out_ uint64_t *out_next)',
+  'dsh_status dsh_result_free(dsh_result *result)',
+  'uint64_t dsh_result_live(void)',
   'dsh_status dsh_cancel_new(_Out_ dsh_cancel **out)',
   'dsh_status dsh_cancel_cancel(dsh_cancel *cancel)',
   'dsh_status dsh_cancel_free(dsh_cancel *cancel)',

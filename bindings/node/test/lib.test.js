@@ -27,7 +27,7 @@ function headerPrototypes() {
     .replace(/\/\*[\s\S]*?\*\//g, '')
     .replace(/\/\/[^\n]*/g, '');
   const out = new Map();
-  for (const m of text.matchAll(/^(dsh_status|void|const char \*)\s*(dsh_\w+)\(([^)]*)\);/gm)) {
+  for (const m of text.matchAll(/^(dsh_status|void|const char \*|uint64_t)\s*(dsh_\w+)\(([^)]*)\);/gm)) {
     out.set(m[2], normalize(`${m[1]} ${m[2]}(${m[3]})`));
   }
   return out;

@@ -63,12 +63,17 @@ class dsh_error(ctypes.Structure):
     """Opaque ``dsh_error`` (used only through ``POINTER``)."""
 
 
+class dsh_result(ctypes.Structure):
+    """Opaque ``dsh_result`` (used only through ``POINTER``)."""
+
+
 store_p = POINTER(dsh_store)
 session_p = POINTER(dsh_session)
 plan_p = POINTER(dsh_plan)
 follow_p = POINTER(dsh_follow)
 cancel_p = POINTER(dsh_cancel)
 error_p = POINTER(dsh_error)
+result_p = POINTER(dsh_result)
 # An owned `char **out`: kept as a raw address so it can be handed to dsh_free.
 out_str = POINTER(c_void_p)
 
@@ -163,6 +168,16 @@ DECLARATIONS: List[Tuple[str, Any, Sequence[Any]]] = [
     ("dsh_store_list_summaries_ex", STATUS, [store_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
     ("dsh_store_search_ex", STATUS, [store_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
     ("dsh_store_export_ex", STATUS, [store_p, c_char_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
+    # paged results (dsh_persist.aio)
+    ("dsh_store_load_paged_ex", STATUS, [store_p, c_char_p, POINTER(result_p), cancel_p, POINTER(error_p)]),
+    ("dsh_store_inspect_paged_ex", STATUS, [store_p, c_char_p, POINTER(result_p), cancel_p, POINTER(error_p)]),
+    ("dsh_store_read_from_paged_ex", STATUS, [store_p, c_char_p, c_uint64, POINTER(result_p), cancel_p, POINTER(error_p)]),
+    ("dsh_result_count", STATUS, [result_p, POINTER(c_uint64), POINTER(c_uint64)]),
+    ("dsh_result_head", STATUS, [result_p, out_str]),
+    ("dsh_result_page", STATUS, [result_p, c_uint64, c_uint64, out_str, POINTER(c_uint64)]),
+    ("dsh_result_text", STATUS, [result_p, c_uint64, c_uint64, out_str, POINTER(c_uint64)]),
+    ("dsh_result_free", STATUS, [result_p]),
+    ("dsh_result_live", c_uint64, []),
 ]
 
 

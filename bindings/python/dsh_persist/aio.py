@@ -20,6 +20,17 @@ cancellable: cancelling the awaiting task sets the library's cancel token
 is unchanged. Writes run to their end once begun (a cancelled task still
 waits for them, then raises ``CancelledError``).
 
+The large reads (``load``, ``inspect``, ``read_from`` and their ``_raw``
+forms) are paged: the worker thread reads the log into a result the library
+keeps, then the loop parses it a page of events at a time (or joins text
+slices), with ``await asyncio.sleep(0)`` between pages, so no single step
+parses the whole log under the GIL. ``iterate(id, from_seq)`` yields the
+events one at a time (``async for``) without keeping them all; leave it
+with ``break`` inside ``contextlib.aclosing`` (or call ``aclose()``) to free
+its read at once. The cyclic GC of CPython < 3.14 is not incremental: a
+host that keeps a large log in memory pays full collections proportional to
+its heap (see the README's stall figures).
+
 Two helpers carry every operation: :func:`_in_thread` (a synchronous method
 in the executor) and :func:`_cancellable` (an ``_ex`` read under a token), so
 a new operation gets its async form in one line.
@@ -30,8 +41,10 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import functools
+import json
+import time
 from ctypes import c_void_p
-from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
+from typing import Any, AsyncIterator, Callable, Dict, List, Optional, TypeVar, Union
 
 from . import _lib
 from ._lib import check_uint, dumps, encode_json, encode_text, lib, loads, required
@@ -98,6 +111,126 @@ async def _cancellable(call: Callable[[Any], T]) -> T:
         return await _settle(fut, on_cancel=lambda: lib.dsh_cancel_cancel(token))
     finally:
         lib.dsh_cancel_free(token)
+
+
+def _paged_ex(handle: Any, fn: Any, args: tuple, token: Any) -> Any:
+    """Calls ``fn(ptr, *args, &result, token, NULL)`` (a ``_paged_ex`` read) on
+    this worker thread; returns the ``dsh_result`` pointer."""
+    out = _lib.result_p()
+    with handle._use() as ptr:
+        fn(ptr, *args, ctypes.byref(out), token, None)
+    return out
+
+
+async def _read_paged(handle: Any, fn: Any, args: tuple) -> Any:
+    """Runs a ``_paged_ex`` read in the executor under a cancel token; a
+    cancellation that arrives after the read finished frees its result."""
+    token = _lib.cancel_p()
+    lib.dsh_cancel_new(ctypes.byref(token))
+    fut = asyncio.get_running_loop().run_in_executor(None, _paged_ex, handle, fn, args, token)
+    try:
+        return await _settle(fut, on_cancel=lambda: lib.dsh_cancel_cancel(token))
+    except asyncio.CancelledError:
+        if fut.done() and not fut.cancelled() and fut.exception() is None:
+            lib.dsh_result_free(fut.result())
+        raise
+    finally:
+        lib.dsh_cancel_free(token)
+
+
+# Paged results (issue 18): load, inspect and read_from read the log in a
+# worker thread into a ``dsh_result`` the library keeps, then take it on the
+# loop in pages (a JSON array of events each, parsed and appended), yielding
+# to the loop (``await asyncio.sleep(0)``) between pages, so no single step
+# parses megabytes while holding the GIL. The page size adapts to keep one
+# step (parse and use of a page) near _PAGE_TARGET_S on this machine.
+_PAGE_TARGET_S = 0.0005
+_MIN_PAGE_BYTES = 4 << 10
+_MAX_PAGE_BYTES = 128 << 10
+_FIRST_PAGE_BYTES = 32 << 10
+
+
+def _owned(fn: Any, *args: Any) -> str:
+    out = c_void_p()
+    fn(*args, ctypes.byref(out))
+    try:
+        return ctypes.string_at(out.value).decode("utf-8")
+    finally:
+        lib.dsh_free(out)
+
+
+def _next_budget(budget: int, nbytes: int, seconds: float) -> int:
+    """The next page size, from how long the last one took (grows at most 2x a page)."""
+    want = min(nbytes / max(seconds, 0.00005) * _PAGE_TARGET_S, 2 * budget)
+    return int(min(_MAX_PAGE_BYTES, max(_MIN_PAGE_BYTES, want)))
+
+
+async def _pages(result: Any) -> AsyncIterator[List[Any]]:
+    """The parsed pages of events of ``result``, yielding to the loop between
+    them (does not free it)."""
+    count = ctypes.c_uint64()
+    lib.dsh_result_count(result, ctypes.byref(count), None)
+    first, budget = 0, _FIRST_PAGE_BYTES
+    nxt = ctypes.c_uint64()
+    while first < count.value:
+        t0 = time.perf_counter()
+        out = c_void_p()
+        lib.dsh_result_page(result, first, budget, ctypes.byref(out), ctypes.byref(nxt))
+        try:
+            raw = ctypes.string_at(out.value)
+        finally:
+            lib.dsh_free(out)
+        first = nxt.value
+        yield json.loads(raw)
+        # The step includes what the consumer did with the page (iterate: every event).
+        budget = _next_budget(budget, len(raw), time.perf_counter() - t0)
+        await asyncio.sleep(0)
+
+
+async def _collect(result: Any) -> Dict[str, Any]:
+    """The whole ``{meta, events}`` of ``result``, page by page; frees it."""
+    try:
+        value = json.loads(_owned(lib.dsh_result_head, result))
+        events = value["events"]
+        async for page in _pages(result):
+            events.extend(page)
+        return value
+    finally:
+        lib.dsh_result_free(result)
+
+
+async def _collect_text(result: Any) -> str:
+    """The whole text of ``result`` (what the synchronous call returns), slice
+    by slice, yielding between slices; frees it."""
+    try:
+        total = ctypes.c_uint64()
+        lib.dsh_result_count(result, None, ctypes.byref(total))
+        parts: List[str] = []
+        offset, budget = 0, 4 * _FIRST_PAGE_BYTES
+        nxt = ctypes.c_uint64()
+        while offset < total.value:
+            t0 = time.perf_counter()
+            parts.append(_owned_slice(result, offset, budget, nxt))
+            budget = _next_budget(budget, nxt.value - offset, time.perf_counter() - t0)
+            offset = nxt.value
+            await asyncio.sleep(0)
+        return "".join(parts)
+    finally:
+        lib.dsh_result_free(result)
+
+
+def _owned_slice(result: Any, offset: int, budget: int, nxt: Any) -> str:
+    out = c_void_p()
+    lib.dsh_result_text(result, offset, budget, ctypes.byref(out), ctypes.byref(nxt))
+    try:
+        return ctypes.string_at(out.value).decode("utf-8")
+    finally:
+        lib.dsh_free(out)
+
+
+def live_results() -> int:
+    """How many ``dsh_result`` objects are live (made, not freed) in this process."""
+    return int(lib.dsh_result_live())
 
 
 class _Opening:
@@ -171,25 +304,50 @@ class AsyncStore:
         return _cancellable(lambda t: loads(required(_read_ex(self.sync, fn, args, t), fn)))  # type: ignore[return-value]
 
     async def load_raw(self, session_id: str) -> str:
-        return await self._text(lib.dsh_store_load_ex, encode_text(session_id, "session_id"))
+        """:meth:`Store.load_raw`, paged: the text arrives in slices (see :meth:`load`)."""
+        return await self._paged_text(lib.dsh_store_load_paged_ex, encode_text(session_id, "session_id"))
+
+    async def _paged(self, fn: Any, *args: Any) -> Dict[str, Any]:
+        return await _collect(await _read_paged(self.sync, fn, args))
+
+    async def _paged_text(self, fn: Any, *args: Any) -> str:
+        return await _collect_text(await _read_paged(self.sync, fn, args))
 
     async def load(self, session_id: str) -> Dict[str, Any]:
-        """:meth:`Store.load`; cancelled before its repair began, it commits none."""
-        return await self._json(lib.dsh_store_load_ex, encode_text(session_id, "session_id"))
+        """:meth:`Store.load`; cancelled before its repair began, it commits none.
+        Paged: read in a worker thread, parsed on the loop a page at a time."""
+        return await self._paged(lib.dsh_store_load_paged_ex, encode_text(session_id, "session_id"))
 
     async def inspect_raw(self, session_id: str) -> str:
-        return await self._text(lib.dsh_store_inspect_ex, encode_text(session_id, "session_id"))
+        """:meth:`Store.inspect_raw`, paged: the text arrives in slices (see :meth:`load`)."""
+        return await self._paged_text(lib.dsh_store_inspect_paged_ex, encode_text(session_id, "session_id"))
 
     async def inspect(self, session_id: str) -> Dict[str, Any]:
-        return await self._json(lib.dsh_store_inspect_ex, encode_text(session_id, "session_id"))
+        """:meth:`Store.inspect`, paged as :meth:`load`."""
+        return await self._paged(lib.dsh_store_inspect_paged_ex, encode_text(session_id, "session_id"))
 
     async def read_from_raw(self, session_id: str, from_seq: int = 0) -> str:
+        """:meth:`Store.read_from_raw`, paged as :meth:`load_raw`."""
         sid = encode_text(session_id, "session_id")
-        return await self._text(lib.dsh_store_read_from_ex, sid, check_uint(from_seq, "from_seq"))
+        return await self._paged_text(lib.dsh_store_read_from_paged_ex, sid, check_uint(from_seq, "from_seq"))
 
     async def read_from(self, session_id: str, from_seq: int = 0) -> Dict[str, Any]:
+        """:meth:`Store.read_from`, paged as :meth:`load`."""
         sid = encode_text(session_id, "session_id")
-        return await self._json(lib.dsh_store_read_from_ex, sid, check_uint(from_seq, "from_seq"))
+        return await self._paged(lib.dsh_store_read_from_paged_ex, sid, check_uint(from_seq, "from_seq"))
+
+    async def iterate(self, session_id: str, from_seq: int = 0) -> AsyncIterator[Dict[str, Any]]:
+        """The events of :meth:`read_from` one at a time
+        (``async for ev in store.iterate(id)``): read at the first step, then
+        parsed a page at a time; leaving the loop early frees the read."""
+        sid = encode_text(session_id, "session_id")
+        result = await _read_paged(self.sync, lib.dsh_store_read_from_paged_ex, (sid, check_uint(from_seq, "from_seq")))
+        try:
+            async for page in _pages(result):
+                for ev in page:
+                    yield ev
+        finally:
+            lib.dsh_result_free(result)
 
     async def read_raw(self, session_id: str) -> Optional[Dict[str, Any]]:
         sid = encode_text(session_id, "session_id")
@@ -356,4 +514,4 @@ class AsyncPlanMode:
         self.sync.close()
 
 
-__all__ = ["AsyncStore", "AsyncSession", "AsyncPlanMode"]
+__all__ = ["AsyncStore", "AsyncSession", "AsyncPlanMode", "live_results"]

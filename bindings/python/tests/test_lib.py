@@ -37,15 +37,18 @@ C_TO_CTYPES = {
     "dsh_error *": _lib.error_p,
     "const dsh_error *": _lib.error_p,
     "dsh_error **": ctypes.POINTER(_lib.error_p),
+    "const dsh_result *": _lib.result_p,
+    "dsh_result *": _lib.result_p,
+    "dsh_result **": ctypes.POINTER(_lib.result_p),
 }
-C_RETURN = {"dsh_status": _lib.STATUS, "void": None, "const char *": ctypes.c_char_p}
+C_RETURN = {"dsh_status": _lib.STATUS, "void": None, "const char *": ctypes.c_char_p, "uint64_t": ctypes.c_uint64}
 
 
 def header_prototypes():
     text = HEADER.read_text()
     text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
     protos = {}
-    for m in re.finditer(r"^(dsh_status|void|const char \*)\s*(dsh_\w+)\(([^)]*)\);", text, flags=re.M):
+    for m in re.finditer(r"^(dsh_status|void|const char \*|uint64_t)\s*(dsh_\w+)\(([^)]*)\);", text, flags=re.M):
         ret, name, params = m.groups()
         params = " ".join(params.split())
         args = []
