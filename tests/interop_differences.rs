@@ -929,3 +929,125 @@ fn a3_misplaced_headers_and_bad_session_rows_use_the_original_wording() {
         );
     }
 }
+
+/// The events of a view as JSON lines (envelope key order included).
+fn lines(view: &dsh_persist::store::SessionView) -> Vec<String> {
+    view.events.iter().map(Event::to_json).collect()
+}
+
+/// Every store kind of the A.1 #15 / exception (2) checks: both JSONL
+/// encodings, SQLite, and PostgreSQL when the test server is there (a
+/// throw-away schema, dropped with `dir`).
+fn every_kind(dir: &TempDir, test: &str) -> Vec<(&'static str, Store)> {
+    let mut out = stores(dir.path());
+    if let Some(url) = support::pg::url(test) {
+        let schema = support::pg::unique_schema(test);
+        let (u, s) = (url.clone(), schema.clone());
+        dir.on_drop_once("pg-schema", move || support::pg::drop_schema(&u, &s));
+        let config = dsh_persist::store::PostgresConfig::new(url).with_schema(schema);
+        out.push((
+            "postgres",
+            Store::open(StoreConfig::with_backend(BackendConfig::Postgres(config))).unwrap(),
+        ));
+    }
+    out
+}
+
+/// An open turn whose tool call was recorded (`tool/call`) but not
+/// answered: its closers are a `tool/result` with `sourceEventSeqs` and
+/// `surfaceOp`, a `step/end` and a `turn/end`.
+fn open_turn_with_recorded_call() -> Vec<Event> {
+    let turn = |seq: u64, ty: &str, data: String, op: bool| {
+        Event::parse(&format!(
+            r#"{{"type":"{ty}","seq":{seq},"time":{},"data":{data}{}}}"#,
+            10 + seq,
+            if op { r#","surfaceOp":"append""# } else { "" }
+        ))
+        .unwrap()
+    };
+    vec![
+        turn(0, "turn/start", r#"{"turn":1}"#.into(), false),
+        turn(
+            1,
+            "user/message",
+            support::conv::user_message("u1", "go"),
+            true,
+        ),
+        turn(2, "step/start", r#"{"turn":1,"step":1}"#.into(), false),
+        turn(
+            3,
+            "assistant/message",
+            support::conv::assistant_message(1, 1, "a1", "Let me look.", &[("c1", "bash")]),
+            true,
+        ),
+        turn(4, "tool/call", support::conv::tool_call(1, 1, "c1"), false),
+    ]
+}
+
+/// A.1 #15: the original's row stores return a repaired log as re-read
+/// from the rows, so the closers of a SQLite (and PostgreSQL, the same row
+/// code) `load` come with the keys a read of the rows gives
+/// (`…, sourceEventSeqs, surfaceOp`), equal to every later load and
+/// inspect; JSONL returns the closers as written (`…, surfaceOp,
+/// sourceEventSeqs`), which is also what a read of the file gives. An
+/// inspect before the repair keeps the closers in memory, in the order the
+/// original's synthesizes them.
+#[test]
+fn a1_15_a_repairing_load_returns_what_a_later_read_of_the_store_gives() {
+    let dir = TempDir::new("a1-15");
+    for (kind, store) in every_kind(&dir, "a1_15") {
+        let id = format!("open-{}", std::process::id());
+        store.create(header(&id)).unwrap();
+        store.append(&id, open_turn_with_recorded_call()).unwrap();
+        let before = lines(&store.inspect(&id).unwrap());
+        assert_eq!(before.len(), 8, "{kind}");
+        assert!(
+            before[5].ends_with(r#""surfaceOp":"append","sourceEventSeqs":[4]}"#),
+            "{kind}: inspect synthesizes in the closer order: {}",
+            before[5]
+        );
+        let loaded = lines(&store.load(&id).unwrap());
+        let want_closer = if kind.starts_with("jsonl") {
+            r#""surfaceOp":"append","sourceEventSeqs":[4]}"#
+        } else {
+            r#""sourceEventSeqs":[4],"surfaceOp":"append"}"#
+        };
+        assert!(loaded[5].ends_with(want_closer), "{kind}: {}", loaded[5]);
+        assert_eq!(loaded[..5], before[..5], "{kind}");
+        assert_eq!(
+            lines(&store.inspect(&id).unwrap()),
+            loaded,
+            "{kind}: inspect after"
+        );
+        assert_eq!(
+            lines(&store.load(&id).unwrap()),
+            loaded,
+            "{kind}: a second load"
+        );
+        assert_eq!(
+            lines(&store.read_from(&id, 0).unwrap()),
+            loaded,
+            "{kind}: read_from"
+        );
+        // A resume that repairs publishes what a later read gives, too.
+        let other = format!("{id}-resumed");
+        store.create(header(&other)).unwrap();
+        store
+            .append(&other, open_turn_with_recorded_call())
+            .unwrap();
+        let live = store.resume(&other).unwrap();
+        let resumed: Vec<String> = live.snapshot()[..8].iter().map(Event::to_json).collect();
+        live.close().unwrap();
+        assert!(
+            resumed[5].ends_with(want_closer),
+            "{kind}: resume: {}",
+            resumed[5]
+        );
+        assert_eq!(
+            lines(&store.read_from(&other, 0).unwrap())[..8],
+            resumed[..],
+            "{kind}: resume"
+        );
+        store.close().unwrap();
+    }
+}
