@@ -1051,3 +1051,142 @@ fn a1_15_a_repairing_load_returns_what_a_later_read_of_the_store_gives() {
         store.close().unwrap();
     }
 }
+
+fn jsonl_packed(dir: &Path, compression: Compression, pack_chunks: bool) -> Store {
+    let mut c = JsonlConfig::new(dir.join("root"));
+    c.compression = compression;
+    c.pack_chunks = pack_chunks;
+    Store::open(StoreConfig::with_backend(BackendConfig::Jsonl(c))).unwrap()
+}
+
+fn delta_event(seq: u64, text: &str) -> Event {
+    Event::parse(&format!(
+        r#"{{"type":"assistant/chunk","seq":{seq},"time":20,"data":{}}}"#,
+        support::conv::text_delta(1, 1, text)
+    ))
+    .unwrap()
+}
+
+/// The first batch of the A.1 #16 session (no chunk deltas: its frame is
+/// the same whatever `packChunks`), then the torn batch: six deltas and an
+/// assistant message of ~200 KB of poorly compressible text, so its zstd
+/// frame spans several blocks and a cut near its end leaves the deltas
+/// decodable.
+fn a1_16_batches() -> (Vec<Event>, Vec<Event>) {
+    let first = open_turn_with_recorded_call()[..3].to_vec();
+    let mut torn: Vec<Event> = (0..6)
+        .map(|i| delta_event(3 + i, &format!("piece {i} ")))
+        .collect();
+    let mut noise = String::new();
+    let mut x: u64 = 0x2545F4914F6CDD1D;
+    for _ in 0..200_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        noise.push(char::from(b'a' + (x % 26) as u8));
+    }
+    torn.push(
+        Event::parse(&format!(
+            r#"{{"type":"assistant/message","seq":9,"time":21,"data":{},"surfaceOp":"append"}}"#,
+            support::conv::assistant_message(1, 1, "a1", &noise, &[])
+        ))
+        .unwrap(),
+    );
+    (first, torn)
+}
+
+/// A.1 #16: the repair of a torn zstd frame whose decodable prefix holds
+/// chunk deltas re-encodes the recovered events with the reading store's
+/// `packChunks` (the original's MANIFEST: "packChunks only affects bytes
+/// written by a repair"): the repaired file is byte for byte what a store
+/// with that `packChunks` writes when it appends the recovered events and
+/// the closers as one batch. Both directions.
+#[test]
+fn a1_16_a_torn_frame_repair_re_encodes_with_the_readers_pack_chunks() {
+    for writer_packs in [true, false] {
+        let tag = if writer_packs { "packed" } else { "unpacked" };
+        let dir = TempDir::new("a1-16");
+        let (first, torn) = a1_16_batches();
+        let writer = jsonl_packed(&dir.path().join("w"), Compression::Zstd, writer_packs);
+        writer.create(header("s")).unwrap();
+        writer.append("s", first.clone()).unwrap();
+        writer.append("s", torn).unwrap();
+        writer.close().unwrap();
+        let path = path_of(&jsonl(&dir.path().join("w"), Compression::Zstd), "s");
+        let full = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &full[..full.len() - 3 * 1024]).unwrap();
+
+        let reader = jsonl_packed(&dir.path().join("w"), Compression::Zstd, !writer_packs);
+        let view = reader.load("s").unwrap();
+        // The six deltas were recovered, the message was torn; the closers
+        // (step/end, turn/end) follow.
+        let types: Vec<&str> = view.events.iter().map(|e| e.type_str()).collect();
+        assert_eq!(types.len(), 11, "{tag}: {types:?}");
+        assert_eq!(types[3..9], ["assistant/chunk"; 6], "{tag}");
+        assert_eq!(types[9..], ["step/end", "turn/end"], "{tag}");
+        reader.close().unwrap();
+        let repaired = std::fs::read(&path).unwrap();
+
+        let reference = jsonl_packed(&dir.path().join("r"), Compression::Zstd, !writer_packs);
+        reference.create(header("s")).unwrap();
+        reference.append("s", first).unwrap();
+        reference.append("s", view.events[3..].to_vec()).unwrap();
+        reference.close().unwrap();
+        let want = std::fs::read(path_of(
+            &jsonl(&dir.path().join("r"), Compression::Zstd),
+            "s",
+        ))
+        .unwrap();
+        assert_eq!(
+            repaired, want,
+            "{tag} log repaired by a store with packChunks {}",
+            !writer_packs
+        );
+        // And the bytes are not those of the stored form.
+        let stored_form = {
+            let d = TempDir::new("a1-16-same");
+            let same = jsonl_packed(d.path(), Compression::Zstd, writer_packs);
+            same.create(header("s")).unwrap();
+            same.append("s", view.events[..3].to_vec()).unwrap();
+            same.append("s", view.events[3..].to_vec()).unwrap();
+            same.close().unwrap();
+            std::fs::read(path_of(&jsonl(d.path(), Compression::Zstd), "s")).unwrap()
+        };
+        assert_ne!(repaired, stored_form, "{tag}");
+    }
+}
+
+/// A.1 #16 on uncompressed JSONL: a torn tail there is the partial last
+/// line only; the repair cuts it and appends the closers, and the intact
+/// lines keep their stored bytes (a packed row stays packed under a store
+/// that does not pack): nothing is re-encoded, as in the original.
+#[test]
+fn a1_16_uncompressed_repairs_keep_the_intact_lines_as_stored() {
+    for writer_packs in [true, false] {
+        let dir = TempDir::new("a1-16n");
+        let (first, torn) = a1_16_batches();
+        let writer = jsonl_packed(dir.path(), Compression::None, writer_packs);
+        writer.create(header("s")).unwrap();
+        writer.append("s", first).unwrap();
+        writer.append("s", torn[..6].to_vec()).unwrap();
+        writer.close().unwrap();
+        let path = path_of(&jsonl(dir.path(), Compression::None), "s");
+        let intact = std::fs::read(&path).unwrap();
+        let mut bytes = intact.clone();
+        bytes.extend_from_slice(br#"{"type":"assistant/message","seq":9,"ti"#);
+        std::fs::write(&path, &bytes).unwrap();
+        let reader = jsonl_packed(dir.path(), Compression::None, !writer_packs);
+        let view = reader.load("s").unwrap();
+        assert_eq!(view.events.len(), 11);
+        reader.close().unwrap();
+        let repaired = std::fs::read(&path).unwrap();
+        assert!(repaired.starts_with(&intact), "packs {writer_packs}");
+        let mut closers = String::new();
+        for e in &view.events[9..] {
+            closers.push_str(&e.to_json());
+            closers.push('\n');
+        }
+        assert_eq!(&repaired[intact.len()..], closers.as_bytes());
+    }
+}
+

@@ -248,6 +248,28 @@ impl JsonlBackend {
         }
     }
 
+    /// The text of a repair's batch: the records recovered from a torn
+    /// frame, re-encoded with this store's `packChunks` (DIFFERENCES A.1
+    /// #16; the original's MANIFEST: "packChunks only affects bytes written
+    /// by a repair"), then the closers (or the batch of a cold append that
+    /// adopts the torn tail), each packed as a write batch is; a run of
+    /// deltas does not continue from one into the other, as before. The
+    /// recovered lines are parsed again as stored (not the converted events
+    /// of the read). Every one of them parsed when the log was read; should
+    /// one not, the lines are written back as they are.
+    fn repair_batch(&self, recovered: &[String], closers: &[Event]) -> String {
+        let mut events = Vec::with_capacity(recovered.len());
+        for line in recovered {
+            match Record::parse_stored_line(line) {
+                Ok(r) => r.into_events(&mut events),
+                Err(_) => return writer::batch_text(recovered, &self.records(closers)),
+            }
+        }
+        let mut records = self.records(&events);
+        records.extend(self.records(closers));
+        writer::batch_text(&[], &records)
+    }
+
     /// Checks that a stored header belongs at `path`.
     fn check_header_path(&self, header: &SessionHeader, path: &Path) -> Result<()> {
         let dir = path.parent().expect("log in a session dir");
@@ -830,7 +852,7 @@ impl Backend for JsonlBackend {
         let mut identity = file.identity;
         let mut exact = true;
         if !recovered.is_empty() || !closers.is_empty() {
-            let batch = writer::batch_text(recovered, &self.records(closers));
+            let batch = self.repair_batch(recovered, closers);
             let bytes = writer::encode_batch(&batch, self.compression)?;
             let base = identity.size;
             identity = file.append(&bytes)?;
