@@ -1190,3 +1190,132 @@ fn a1_16_uncompressed_repairs_keep_the_intact_lines_as_stored() {
     }
 }
 
+/// The JSONL directory of an id given as UTF-16 code units, with a log
+/// holding `header_id_json` as its header's id (a store the original
+/// wrote: its create accepts such ids).
+fn write_foreign_id_log(root: &Path, units: &[u16], header_id_json: &str) -> PathBuf {
+    let seg = dsh_persist::backend::jsonl::layout::escape_id_utf16(units).unwrap();
+    let dir = root.join("--w--").join(seg);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("session.jsonl");
+    std::fs::write(
+        &path,
+        format!(
+            "{{\"type\":\"session\",\"version\":0,\"id\":{header_id_json},\"createdAt\":1000,\"cwd\":\"/w\",\"delegationDepth\":0}}\n{T1}\n{E1}\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// DIFFERENCES, exception (2), JSONL: a session whose id holds a lone
+/// surrogate (a directory `~D800x` the original's create made) is listed
+/// with its id as stored, `read_from` reaches it by the id's
+/// U+FFFD spelling (the one form Rust and C strings can carry), `load`
+/// refuses its header as the original's does (A.1 #10), and `verify`'s
+/// check names that problem — not a misplaced artifact. Two ids that
+/// differ only in lone surrogates are a conflict naming both directories.
+#[test]
+fn exception_2_a_lone_surrogate_id_is_listed_and_reachable() {
+    let dir = TempDir::new("x2-lone");
+    let store = jsonl(dir.path(), Compression::None);
+    let root = dir.path().join("root");
+    let path = write_foreign_id_log(&root, &[0xD800, u16::from(b'x')], r#""\ud800x""#);
+    let listed = store.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(
+        listed[0].to_json().contains(r#""id":"\ud800x""#),
+        "{}",
+        listed[0].to_json()
+    );
+    let id = "\u{FFFD}x";
+    assert_eq!(listed[0].id, id);
+    assert_eq!(store.read_from(id, 0).unwrap().events.len(), 2);
+    let before = std::fs::read(&path).unwrap();
+    let e = store.load(id).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(e.to_string().contains("lone surrogate"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    // The read side of verify: every scanned session is read back by id.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-persist"))
+        .arg("-s")
+        .arg(&root)
+        .args(["--json", "verify"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"sessions\":1"), "{text}");
+    assert!(!text.contains("misplaced"), "{text}");
+    assert!(
+        text.contains("lone surrogate"),
+        "verify names the header problem: {text}"
+    );
+    // A twin whose lone surrogate differs: the U+FFFD spelling is ambiguous.
+    write_foreign_id_log(&root, &[0xDC00, u16::from(b'x')], r#""\udc00x""#);
+    let store = jsonl(dir.path(), Compression::None);
+    assert_eq!(store.list().unwrap().len(), 2);
+    let e = store.read_from(id, 0).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    assert!(
+        e.to_string().contains("~D800x") && e.to_string().contains("~DC00x"),
+        "{e}"
+    );
+}
+
+/// DIFFERENCES, exception (2), U+0000: ids the original wrote with U+0000
+/// (a JSONL directory `a~0000b`, a SQLite row) are listed, verify checks
+/// them clean, and every read reaches them (the C ABI through the
+/// `_id_json` calls, tests/c/test_id_json.c, which also checks that the C
+/// ABI's create still refuses a new one).
+#[test]
+fn exception_2_ids_with_nul_written_by_the_original_are_listed_and_load() {
+    let dir = TempDir::new("x2-nul");
+    let store = jsonl(dir.path(), Compression::None);
+    let root = dir.path().join("root");
+    write_foreign_id_log(&root, &[0x61, 0, 0x62], r#""a\u0000b""#);
+    let listed = store.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, "a\0b");
+    assert!(listed[0].to_json().contains(r#""id":"a\u0000b""#));
+    assert_eq!(store.load("a\0b").unwrap().events.len(), 2);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-persist"))
+        .arg("-s")
+        .arg(&root)
+        .args(["--json", "verify"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"sessions\":1,\"ok\":1"), "{text}");
+
+    // SQLite: the row as the original's better-sqlite3 writes it (TEXT
+    // with an embedded U+0000).
+    let db = dir.path().join("s.db");
+    let sq = sqlite(dir.path());
+    sq.create(header("ab")).unwrap();
+    sq.append("ab", events(&format!("[{T1},{E1}]"))).unwrap();
+    sq.close().unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+    conn.execute(
+        "UPDATE events SET session_id = ?1 WHERE session_id = 'ab'",
+        ["a\0b"],
+    )
+    .unwrap();
+    conn.execute("UPDATE sessions SET id = ?1 WHERE id = 'ab'", ["a\0b"])
+        .unwrap();
+    drop(conn);
+    let sq = sqlite(dir.path());
+    let listed = sq.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, "a\0b");
+    assert_eq!(sq.load("a\0b").unwrap().events.len(), 2);
+    sq.close().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-persist"))
+        .arg("-s")
+        .arg(&db)
+        .args(["--json", "verify"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"sessions\":1,\"ok\":1"), "{text}");
+}

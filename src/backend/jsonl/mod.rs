@@ -279,7 +279,12 @@ impl JsonlBackend {
             .and_then(|p| p.file_name())
             .and_then(|n| n.to_str())
             .unwrap_or("");
-        let Ok(want_session) = escape_id(&header.id) else {
+        // An id with a lone surrogate names its directory by its units.
+        let escaped = match header.stored_id_utf16() {
+            Some(units) => layout::escape_id_utf16(&units),
+            None => escape_id(&header.id),
+        };
+        let Ok(want_session) = escaped else {
             return Err(Error::corruption(format!(
                 "session artifact {}: header id {} cannot name a storage path",
                 quote(&path.display().to_string()),
@@ -404,10 +409,11 @@ impl JsonlBackend {
                     continue;
                 };
                 self.check_header_path(&header, &file)?;
-                if let Some(prev) = seen.get(&header.id) {
+                let key = stored_id_key(&header);
+                if let Some(prev) = seen.get(&key) {
                     return Err(layout::duplicate_error(&header.id, prev, &sdir));
                 }
-                seen.insert(header.id.clone(), sdir);
+                seen.insert(key, sdir);
                 out.push((header, file, identity));
             }
         }
@@ -678,6 +684,19 @@ fn check_batch(events: &[Event]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What tells stored ids apart: the id, or for an id with a lone
+/// surrogate (whose [`SessionHeader::id`] reads it as U+FFFD) its escaped
+/// directory name, behind a U+0000 no escaped name holds.
+pub(crate) fn stored_id_key(header: &SessionHeader) -> String {
+    match header
+        .stored_id_utf16()
+        .and_then(|u| layout::escape_id_utf16(&u).ok())
+    {
+        Some(segment) => format!("{}\0{segment}", header.id),
+        None => header.id.clone(),
+    }
 }
 
 impl Backend for JsonlBackend {
