@@ -201,6 +201,13 @@ pub const ADDED_FUNCTIONS: &[&str] = &[
     "dsh_store_list_summaries_ex",
     "dsh_store_search_ex",
     "dsh_store_export_ex",
+    // Ids a C string cannot carry, given as JSON string text
+    // (DIFFERENCES, exception 2).
+    "dsh_store_load_id_json",
+    "dsh_store_inspect_id_json",
+    "dsh_store_read_from_id_json",
+    "dsh_store_read_raw_id_json",
+    "dsh_store_delete_id_json",
 ];
 
 /// The `dsh_*` function names the header declares (an identifier followed
