@@ -370,8 +370,9 @@ fn header_functions_equal_exported_symbols() {
     let declared = header_functions();
     // 36 of SPEC and its additions, 4 of session management and 6 of the
     // catalog reads (issue 19), 27 of issue 18 (cancel, error, _ex), 7 _ex
-    // forms of the issue-19 calls that touch the disk.
-    assert_eq!(declared.len(), 36 + 4 + 6 + 27 + 7, "{declared:?}");
+    // forms of the issue-19 calls that touch the disk, 5 `_id_json` forms
+    // (ids a C string cannot carry).
+    assert_eq!(declared.len(), 36 + 4 + 6 + 27 + 7 + 5, "{declared:?}");
     assert_eq!(
         exported, declared,
         "the cdylib's exported dsh_* functions must be exactly the header's"
