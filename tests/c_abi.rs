@@ -224,6 +224,54 @@ fn c_threads() {
     run_c("test_threads", &[]);
 }
 
+/// Stores holding ids a C string cannot carry, as the original writes
+/// them: a raw JSONL root with `a\u0000b` and `\ud800x`, and a SQLite file
+/// whose `sessions`/`events` rows carry `a\u0000b` (better-sqlite3 binds
+/// TEXT with its length).
+#[test]
+fn c_id_json() {
+    let dir = TempDir::new("c-id-json");
+    let root = dir.path().join("root");
+    for (seg, id_json) in [("a~0000b", r#""a\u0000b""#), ("~D800x", r#""\ud800x""#)] {
+        let sdir = root.join("--w--").join(seg);
+        std::fs::create_dir_all(&sdir).unwrap();
+        std::fs::write(
+            sdir.join("session.jsonl"),
+            format!(
+                "{{\"type\":\"session\",\"version\":0,\"id\":{id_json},\"createdAt\":1,\"cwd\":\"/w\",\"delegationDepth\":0}}\n\
+                 {{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{{\"turn\":1}}}}\n\
+                 {{\"type\":\"turn/end\",\"seq\":1,\"time\":2,\"data\":{{\"turn\":1,\"reason\":{{\"kind\":\"completed\"}}}}}}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let db = dir.path().join("nul.db");
+    {
+        use dsh_persist::model::event::Event;
+        use dsh_persist::model::header::SessionHeader;
+        use dsh_persist::store::{BackendConfig, SqliteConfig, Store, StoreConfig};
+        let store = Store::open(StoreConfig::with_backend(BackendConfig::Sqlite(
+            SqliteConfig::new(db.display().to_string()),
+        )))
+        .unwrap();
+        store.create(SessionHeader::new("ab", 1)).unwrap();
+        let events = [
+            r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#,
+            r#"{"type":"turn/end","seq":1,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+        ]
+        .map(|e| Event::parse(e).unwrap());
+        store.append("ab", events.to_vec()).unwrap();
+        store.close().unwrap();
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        conn.execute("UPDATE events SET session_id = ?1", ["a\0b"])
+            .unwrap();
+        conn.execute("UPDATE sessions SET id = ?1", ["a\0b"])
+            .unwrap();
+    }
+    run_c("test_id_json", &[&root, &db]);
+}
+
 #[test]
 fn c_upstream_fixtures() {
     let (_packed_dir, packed) = support::fixture_copy("jsonl/jsonl-zstd-packed");
@@ -323,8 +371,9 @@ fn header_functions_equal_exported_symbols() {
     // 36 of SPEC and its additions, 4 of session management and 6 of the
     // catalog reads (issue 19), 27 of issue 18 (cancel, error, _ex), 7 _ex
     // forms of the issue-19 calls that touch the disk, 9 of the paged
-    // results (3 _paged_ex reads, 6 dsh_result_*).
-    assert_eq!(declared.len(), 36 + 4 + 6 + 27 + 7 + 9, "{declared:?}");
+    // results (3 _paged_ex reads, 6 dsh_result_*), 5 `_id_json` forms (ids a
+    // C string cannot carry).
+    assert_eq!(declared.len(), 36 + 4 + 6 + 27 + 7 + 9 + 5, "{declared:?}");
     assert_eq!(
         exported, declared,
         "the cdylib's exported dsh_* functions must be exactly the header's"

@@ -211,6 +211,13 @@ pub const ADDED_FUNCTIONS: &[&str] = &[
     "dsh_result_text",
     "dsh_result_free",
     "dsh_result_live",
+    // Ids a C string cannot carry, given as JSON string text
+    // (DIFFERENCES, exception 2).
+    "dsh_store_load_id_json",
+    "dsh_store_inspect_id_json",
+    "dsh_store_read_from_id_json",
+    "dsh_store_read_raw_id_json",
+    "dsh_store_delete_id_json",
 ];
 
 /// The `dsh_*` function names the header declares (an identifier followed

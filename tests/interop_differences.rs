@@ -929,3 +929,393 @@ fn a3_misplaced_headers_and_bad_session_rows_use_the_original_wording() {
         );
     }
 }
+
+/// The events of a view as JSON lines (envelope key order included).
+fn lines(view: &dsh_persist::store::SessionView) -> Vec<String> {
+    view.events.iter().map(Event::to_json).collect()
+}
+
+/// Every store kind of the A.1 #15 / exception (2) checks: both JSONL
+/// encodings, SQLite, and PostgreSQL when the test server is there (a
+/// throw-away schema, dropped with `dir`).
+fn every_kind(dir: &TempDir, test: &str) -> Vec<(&'static str, Store)> {
+    let mut out = stores(dir.path());
+    if let Some(url) = support::pg::url(test) {
+        let schema = support::pg::unique_schema(test);
+        let (u, s) = (url.clone(), schema.clone());
+        dir.on_drop_once("pg-schema", move || support::pg::drop_schema(&u, &s));
+        let config = dsh_persist::store::PostgresConfig::new(url).with_schema(schema);
+        out.push((
+            "postgres",
+            Store::open(StoreConfig::with_backend(BackendConfig::Postgres(config))).unwrap(),
+        ));
+    }
+    out
+}
+
+/// An open turn whose tool call was recorded (`tool/call`) but not
+/// answered: its closers are a `tool/result` with `sourceEventSeqs` and
+/// `surfaceOp`, a `step/end` and a `turn/end`.
+fn open_turn_with_recorded_call() -> Vec<Event> {
+    let turn = |seq: u64, ty: &str, data: String, op: bool| {
+        Event::parse(&format!(
+            r#"{{"type":"{ty}","seq":{seq},"time":{},"data":{data}{}}}"#,
+            10 + seq,
+            if op { r#","surfaceOp":"append""# } else { "" }
+        ))
+        .unwrap()
+    };
+    vec![
+        turn(0, "turn/start", r#"{"turn":1}"#.into(), false),
+        turn(
+            1,
+            "user/message",
+            support::conv::user_message("u1", "go"),
+            true,
+        ),
+        turn(2, "step/start", r#"{"turn":1,"step":1}"#.into(), false),
+        turn(
+            3,
+            "assistant/message",
+            support::conv::assistant_message(1, 1, "a1", "Let me look.", &[("c1", "bash")]),
+            true,
+        ),
+        turn(4, "tool/call", support::conv::tool_call(1, 1, "c1"), false),
+    ]
+}
+
+/// A.1 #15: the original's row stores return a repaired log as re-read
+/// from the rows, so the closers of a SQLite (and PostgreSQL, the same row
+/// code) `load` come with the keys a read of the rows gives
+/// (`…, sourceEventSeqs, surfaceOp`), equal to every later load and
+/// inspect; JSONL returns the closers as written (`…, surfaceOp,
+/// sourceEventSeqs`), which is also what a read of the file gives. An
+/// inspect before the repair keeps the closers in memory, in the order the
+/// original's synthesizes them.
+#[test]
+fn a1_15_a_repairing_load_returns_what_a_later_read_of_the_store_gives() {
+    let dir = TempDir::new("a1-15");
+    for (kind, store) in every_kind(&dir, "a1_15") {
+        let id = format!("open-{}", std::process::id());
+        store.create(header(&id)).unwrap();
+        store.append(&id, open_turn_with_recorded_call()).unwrap();
+        let before = lines(&store.inspect(&id).unwrap());
+        assert_eq!(before.len(), 8, "{kind}");
+        assert!(
+            before[5].ends_with(r#""surfaceOp":"append","sourceEventSeqs":[4]}"#),
+            "{kind}: inspect synthesizes in the closer order: {}",
+            before[5]
+        );
+        let loaded = lines(&store.load(&id).unwrap());
+        let want_closer = if kind.starts_with("jsonl") {
+            r#""surfaceOp":"append","sourceEventSeqs":[4]}"#
+        } else {
+            r#""sourceEventSeqs":[4],"surfaceOp":"append"}"#
+        };
+        assert!(loaded[5].ends_with(want_closer), "{kind}: {}", loaded[5]);
+        assert_eq!(loaded[..5], before[..5], "{kind}");
+        assert_eq!(
+            lines(&store.inspect(&id).unwrap()),
+            loaded,
+            "{kind}: inspect after"
+        );
+        assert_eq!(
+            lines(&store.load(&id).unwrap()),
+            loaded,
+            "{kind}: a second load"
+        );
+        assert_eq!(
+            lines(&store.read_from(&id, 0).unwrap()),
+            loaded,
+            "{kind}: read_from"
+        );
+        // A resume that repairs publishes what a later read gives, too.
+        let other = format!("{id}-resumed");
+        store.create(header(&other)).unwrap();
+        store
+            .append(&other, open_turn_with_recorded_call())
+            .unwrap();
+        let live = store.resume(&other).unwrap();
+        let resumed: Vec<String> = live.snapshot()[..8].iter().map(Event::to_json).collect();
+        live.close().unwrap();
+        assert!(
+            resumed[5].ends_with(want_closer),
+            "{kind}: resume: {}",
+            resumed[5]
+        );
+        assert_eq!(
+            lines(&store.read_from(&other, 0).unwrap())[..8],
+            resumed[..],
+            "{kind}: resume"
+        );
+        store.close().unwrap();
+    }
+}
+
+fn jsonl_packed(dir: &Path, compression: Compression, pack_chunks: bool) -> Store {
+    let mut c = JsonlConfig::new(dir.join("root"));
+    c.compression = compression;
+    c.pack_chunks = pack_chunks;
+    Store::open(StoreConfig::with_backend(BackendConfig::Jsonl(c))).unwrap()
+}
+
+fn delta_event(seq: u64, text: &str) -> Event {
+    Event::parse(&format!(
+        r#"{{"type":"assistant/chunk","seq":{seq},"time":20,"data":{}}}"#,
+        support::conv::text_delta(1, 1, text)
+    ))
+    .unwrap()
+}
+
+/// The first batch of the A.1 #16 session (no chunk deltas: its frame is
+/// the same whatever `packChunks`), then the torn batch: six deltas and an
+/// assistant message of ~200 KB of poorly compressible text, so its zstd
+/// frame spans several blocks and a cut near its end leaves the deltas
+/// decodable.
+fn a1_16_batches() -> (Vec<Event>, Vec<Event>) {
+    let first = open_turn_with_recorded_call()[..3].to_vec();
+    let mut torn: Vec<Event> = (0..6)
+        .map(|i| delta_event(3 + i, &format!("piece {i} ")))
+        .collect();
+    let mut noise = String::new();
+    let mut x: u64 = 0x2545F4914F6CDD1D;
+    for _ in 0..200_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        noise.push(char::from(b'a' + (x % 26) as u8));
+    }
+    torn.push(
+        Event::parse(&format!(
+            r#"{{"type":"assistant/message","seq":9,"time":21,"data":{},"surfaceOp":"append"}}"#,
+            support::conv::assistant_message(1, 1, "a1", &noise, &[])
+        ))
+        .unwrap(),
+    );
+    (first, torn)
+}
+
+/// A.1 #16: the repair of a torn zstd frame whose decodable prefix holds
+/// chunk deltas re-encodes the recovered events with the reading store's
+/// `packChunks` (the original's MANIFEST: "packChunks only affects bytes
+/// written by a repair"): the repaired file is byte for byte what a store
+/// with that `packChunks` writes when it appends the recovered events and
+/// the closers as one batch. Both directions.
+#[test]
+fn a1_16_a_torn_frame_repair_re_encodes_with_the_readers_pack_chunks() {
+    for writer_packs in [true, false] {
+        let tag = if writer_packs { "packed" } else { "unpacked" };
+        let dir = TempDir::new("a1-16");
+        let (first, torn) = a1_16_batches();
+        let writer = jsonl_packed(&dir.path().join("w"), Compression::Zstd, writer_packs);
+        writer.create(header("s")).unwrap();
+        writer.append("s", first.clone()).unwrap();
+        writer.append("s", torn).unwrap();
+        writer.close().unwrap();
+        let path = path_of(&jsonl(&dir.path().join("w"), Compression::Zstd), "s");
+        let full = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &full[..full.len() - 3 * 1024]).unwrap();
+
+        let reader = jsonl_packed(&dir.path().join("w"), Compression::Zstd, !writer_packs);
+        let view = reader.load("s").unwrap();
+        // The six deltas were recovered, the message was torn; the closers
+        // (step/end, turn/end) follow.
+        let types: Vec<&str> = view.events.iter().map(|e| e.type_str()).collect();
+        assert_eq!(types.len(), 11, "{tag}: {types:?}");
+        assert_eq!(types[3..9], ["assistant/chunk"; 6], "{tag}");
+        assert_eq!(types[9..], ["step/end", "turn/end"], "{tag}");
+        reader.close().unwrap();
+        let repaired = std::fs::read(&path).unwrap();
+
+        let reference = jsonl_packed(&dir.path().join("r"), Compression::Zstd, !writer_packs);
+        reference.create(header("s")).unwrap();
+        reference.append("s", first).unwrap();
+        reference.append("s", view.events[3..].to_vec()).unwrap();
+        reference.close().unwrap();
+        let want = std::fs::read(path_of(
+            &jsonl(&dir.path().join("r"), Compression::Zstd),
+            "s",
+        ))
+        .unwrap();
+        assert_eq!(
+            repaired, want,
+            "{tag} log repaired by a store with packChunks {}",
+            !writer_packs
+        );
+        // And the bytes are not those of the stored form.
+        let stored_form = {
+            let d = TempDir::new("a1-16-same");
+            let same = jsonl_packed(d.path(), Compression::Zstd, writer_packs);
+            same.create(header("s")).unwrap();
+            same.append("s", view.events[..3].to_vec()).unwrap();
+            same.append("s", view.events[3..].to_vec()).unwrap();
+            same.close().unwrap();
+            std::fs::read(path_of(&jsonl(d.path(), Compression::Zstd), "s")).unwrap()
+        };
+        assert_ne!(repaired, stored_form, "{tag}");
+    }
+}
+
+/// A.1 #16 on uncompressed JSONL: a torn tail there is the partial last
+/// line only; the repair cuts it and appends the closers, and the intact
+/// lines keep their stored bytes (a packed row stays packed under a store
+/// that does not pack): nothing is re-encoded, as in the original.
+#[test]
+fn a1_16_uncompressed_repairs_keep_the_intact_lines_as_stored() {
+    for writer_packs in [true, false] {
+        let dir = TempDir::new("a1-16n");
+        let (first, torn) = a1_16_batches();
+        let writer = jsonl_packed(dir.path(), Compression::None, writer_packs);
+        writer.create(header("s")).unwrap();
+        writer.append("s", first).unwrap();
+        writer.append("s", torn[..6].to_vec()).unwrap();
+        writer.close().unwrap();
+        let path = path_of(&jsonl(dir.path(), Compression::None), "s");
+        let intact = std::fs::read(&path).unwrap();
+        let mut bytes = intact.clone();
+        bytes.extend_from_slice(br#"{"type":"assistant/message","seq":9,"ti"#);
+        std::fs::write(&path, &bytes).unwrap();
+        let reader = jsonl_packed(dir.path(), Compression::None, !writer_packs);
+        let view = reader.load("s").unwrap();
+        assert_eq!(view.events.len(), 11);
+        reader.close().unwrap();
+        let repaired = std::fs::read(&path).unwrap();
+        assert!(repaired.starts_with(&intact), "packs {writer_packs}");
+        let mut closers = String::new();
+        for e in &view.events[9..] {
+            closers.push_str(&e.to_json());
+            closers.push('\n');
+        }
+        assert_eq!(&repaired[intact.len()..], closers.as_bytes());
+    }
+}
+
+/// The JSONL directory of an id given as UTF-16 code units, with a log
+/// holding `header_id_json` as its header's id (a store the original
+/// wrote: its create accepts such ids).
+fn write_foreign_id_log(root: &Path, units: &[u16], header_id_json: &str) -> PathBuf {
+    let seg = dsh_persist::backend::jsonl::layout::escape_id_utf16(units).unwrap();
+    let dir = root.join("--w--").join(seg);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("session.jsonl");
+    std::fs::write(
+        &path,
+        format!(
+            "{{\"type\":\"session\",\"version\":0,\"id\":{header_id_json},\"createdAt\":1000,\"cwd\":\"/w\",\"delegationDepth\":0}}\n{T1}\n{E1}\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// DIFFERENCES, exception (2), JSONL: a session whose id holds a lone
+/// surrogate (a directory `~D800x` the original's create made) is listed
+/// with its id as stored, `read_from` reaches it by the id's
+/// U+FFFD spelling (the one form Rust and C strings can carry), `load`
+/// refuses its header as the original's does (A.1 #10), and `verify`'s
+/// check names that problem — not a misplaced artifact. Two ids that
+/// differ only in lone surrogates are a conflict naming both directories.
+#[test]
+fn exception_2_a_lone_surrogate_id_is_listed_and_reachable() {
+    let dir = TempDir::new("x2-lone");
+    let store = jsonl(dir.path(), Compression::None);
+    let root = dir.path().join("root");
+    let path = write_foreign_id_log(&root, &[0xD800, u16::from(b'x')], r#""\ud800x""#);
+    let listed = store.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(
+        listed[0].to_json().contains(r#""id":"\ud800x""#),
+        "{}",
+        listed[0].to_json()
+    );
+    let id = "\u{FFFD}x";
+    assert_eq!(listed[0].id, id);
+    assert_eq!(store.read_from(id, 0).unwrap().events.len(), 2);
+    let before = std::fs::read(&path).unwrap();
+    let e = store.load(id).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    assert!(e.to_string().contains("lone surrogate"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    // The read side of verify: every scanned session is read back by id.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-persist"))
+        .arg("-s")
+        .arg(&root)
+        .args(["--json", "verify"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"sessions\":1"), "{text}");
+    assert!(!text.contains("misplaced"), "{text}");
+    assert!(
+        text.contains("lone surrogate"),
+        "verify names the header problem: {text}"
+    );
+    // A twin whose lone surrogate differs: the U+FFFD spelling is ambiguous.
+    write_foreign_id_log(&root, &[0xDC00, u16::from(b'x')], r#""\udc00x""#);
+    let store = jsonl(dir.path(), Compression::None);
+    assert_eq!(store.list().unwrap().len(), 2);
+    let e = store.read_from(id, 0).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    assert!(
+        e.to_string().contains("~D800x") && e.to_string().contains("~DC00x"),
+        "{e}"
+    );
+}
+
+/// DIFFERENCES, exception (2), U+0000: ids the original wrote with U+0000
+/// (a JSONL directory `a~0000b`, a SQLite row) are listed, verify checks
+/// them clean, and every read reaches them (the C ABI through the
+/// `_id_json` calls, tests/c/test_id_json.c, which also checks that the C
+/// ABI's create still refuses a new one).
+#[test]
+fn exception_2_ids_with_nul_written_by_the_original_are_listed_and_load() {
+    let dir = TempDir::new("x2-nul");
+    let store = jsonl(dir.path(), Compression::None);
+    let root = dir.path().join("root");
+    write_foreign_id_log(&root, &[0x61, 0, 0x62], r#""a\u0000b""#);
+    let listed = store.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, "a\0b");
+    assert!(listed[0].to_json().contains(r#""id":"a\u0000b""#));
+    assert_eq!(store.load("a\0b").unwrap().events.len(), 2);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-persist"))
+        .arg("-s")
+        .arg(&root)
+        .args(["--json", "verify"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"sessions\":1,\"ok\":1"), "{text}");
+
+    // SQLite: the row as the original's better-sqlite3 writes it (TEXT
+    // with an embedded U+0000).
+    let db = dir.path().join("s.db");
+    let sq = sqlite(dir.path());
+    sq.create(header("ab")).unwrap();
+    sq.append("ab", events(&format!("[{T1},{E1}]"))).unwrap();
+    sq.close().unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+    conn.execute(
+        "UPDATE events SET session_id = ?1 WHERE session_id = 'ab'",
+        ["a\0b"],
+    )
+    .unwrap();
+    conn.execute("UPDATE sessions SET id = ?1 WHERE id = 'ab'", ["a\0b"])
+        .unwrap();
+    drop(conn);
+    let sq = sqlite(dir.path());
+    let listed = sq.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, "a\0b");
+    assert_eq!(sq.load("a\0b").unwrap().events.len(), 2);
+    sq.close().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-persist"))
+        .arg("-s")
+        .arg(&db)
+        .args(["--json", "verify"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"sessions\":1,\"ok\":1"), "{text}");
+}

@@ -295,6 +295,16 @@ pub trait Backend: Send + Sync {
     /// stored state moved since `log.revision`.
     fn commit_repair(&self, id: &str, log: &StoredLog, closers: &[Event]) -> Result<Revision>;
 
+    /// Gives `events`, just written by [`Backend::commit_repair`], the form
+    /// a read of them returns, so a load answers what a later read answers
+    /// (DIFFERENCES A.1 #15: the original's row stores return the repaired
+    /// log as re-read from the rows). A row store rebuilds each envelope
+    /// from its columns in its own key order; JSONL keeps the text as
+    /// written (the default: nothing to do).
+    fn as_read_back(&self, events: &mut [Event]) {
+        let _ = events;
+    }
+
     /// The decoded artifact (JSONL). SQLite: `Error::Unsupported`.
     fn read_raw(&self, id: &str) -> Result<Option<RawArtifact>>;
 

@@ -15,6 +15,7 @@ mod boundary;
 pub mod cancel;
 pub mod catalog;
 mod handles;
+pub mod id_json;
 pub mod manage;
 pub mod plan;
 pub mod result;

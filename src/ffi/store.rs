@@ -319,19 +319,7 @@ pub unsafe extern "C" fn dsh_store_read_raw(
         // SAFETY: the caller's contract.
         let id = unsafe { str_arg(id, "id") }?;
         let out = Out::new(out_json, "out_json")?;
-        let text = store.run(|s| {
-            Ok(s.read_raw(id)?.map(|raw| {
-                let mut t = String::with_capacity(raw.content.len() + 256);
-                t.push_str("{\"meta\":");
-                t.push_str(&raw.header.to_json());
-                t.push_str(",\"filename\":");
-                write_string(&mut t, &raw.filename);
-                t.push_str(",\"content\":");
-                write_string(&mut t, &raw.content);
-                t.push('}');
-                t
-            }))
-        })?;
+        let text = store.run(|s| Ok(s.read_raw(id)?.map(raw_artifact_json)))?;
         match text {
             // SAFETY: checked by `Out::new`.
             Some(text) => unsafe { write_text(out, text, "raw artifact JSON") },
@@ -342,6 +330,19 @@ pub unsafe extern "C" fn dsh_store_read_raw(
             }
         }
     })
+}
+
+/// `{"meta":<header>,"filename":…,"content":…}` of a raw artifact.
+pub(crate) fn raw_artifact_json(raw: crate::backend::RawArtifact) -> String {
+    let mut t = String::with_capacity(raw.content.len() + 256);
+    t.push_str("{\"meta\":");
+    t.push_str(&raw.header.to_json());
+    t.push_str(",\"filename\":");
+    write_string(&mut t, &raw.filename);
+    t.push_str(",\"content\":");
+    write_string(&mut t, &raw.content);
+    t.push('}');
+    t
 }
 
 /// The headers of the materialized sessions as a JSON array (read from

@@ -208,6 +208,9 @@ impl Backend for FaultyBackend {
     fn commit_repair(&self, id: &str, log: &StoredLog, closers: &[Event]) -> Result<Revision> {
         self.inner.commit_repair(id, log, closers)
     }
+    fn as_read_back(&self, events: &mut [Event]) {
+        self.inner.as_read_back(events)
+    }
     fn read_raw(&self, id: &str) -> Result<Option<RawArtifact>> {
         self.inner.read_raw(id)
     }

@@ -107,6 +107,16 @@ impl SessionHeader {
         self.invalid.as_ref().map(|i| i.problem.as_str())
     }
 
+    /// The stored id as UTF-16 code units when it holds a lone surrogate
+    /// (a JSONL header the original's create accepted): [`Self::id`] has
+    /// U+FFFD in its place, these units name the session directory.
+    /// `None` for every id that is valid Unicode.
+    pub fn stored_id_utf16(&self) -> Option<Vec<u16>> {
+        let invalid = self.invalid.as_ref()?;
+        let id = json::as_str(json::get_field(&invalid.json, "id")?)?;
+        id.has_lone_surrogate().then(|| id.decode_utf16())
+    }
+
     /// Parses a JSONL header line as the original's readers do: `Ok(None)`
     /// when it is not JSON or not a header line (`isHeaderLine`: type
     /// `"session"`, a numeric `version`, a string `id`, `createdAt` and

@@ -228,6 +228,42 @@ impl<'a> JsonStr<'a> {
         Cow::Owned(out)
     }
 
+    /// The decoded string as UTF-16 code units with lone surrogates kept:
+    /// the JavaScript string the text stands for (where [`JsonStr::decode`]
+    /// must put U+FFFD).
+    pub fn decode_utf16(&self) -> Vec<u16> {
+        let b = self.raw.as_bytes();
+        let mut out = Vec::with_capacity(self.raw.len());
+        let (mut i, mut start) = (0, 0);
+        while i < b.len() {
+            if b[i] != b'\\' {
+                i += 1;
+                continue;
+            }
+            out.extend(self.raw[start..i].encode_utf16());
+            let unit = match b[i + 1] {
+                b'u' => {
+                    let (unit, next) = read_unit(b, i);
+                    i = next;
+                    start = i;
+                    out.push(unit as u16);
+                    continue;
+                }
+                b'b' => 0x8,
+                b'f' => 0xC,
+                b'n' => 0xA,
+                b'r' => 0xD,
+                b't' => 0x9,
+                other => u16::from(other),
+            };
+            out.push(unit);
+            i += 2;
+            start = i;
+        }
+        out.extend(self.raw[start..].encode_utf16());
+        out
+    }
+
     /// Equality with a plain Rust string, without allocating when unescaped.
     pub fn eq_str(&self, other: &str) -> bool {
         if !self.escaped {

@@ -660,14 +660,20 @@ impl Store {
         id: &str,
         insp: Inspection,
     ) -> Result<(SessionHeader, Vec<Event>, Revision, u64)> {
-        let Inspection { stored, closers } = insp;
+        let Inspection {
+            stored,
+            mut closers,
+        } = insp;
         let log_bytes = stored
             .log_bytes
             .saturating_add(crate::backend::limits::log_growth(&closers));
         let revision = if stored.torn.is_some() || !closers.is_empty() {
             self.shared.cache.lock().remove(id);
             self.shared.tails.lock().remove(id);
-            self.shared.backend.commit_repair(id, &stored, &closers)?
+            let revision = self.shared.backend.commit_repair(id, &stored, &closers)?;
+            // What a later read of the repaired log gives (A.1 #15).
+            self.shared.backend.as_read_back(&mut closers);
+            revision
         } else {
             stored.revision.clone()
         };

@@ -116,6 +116,12 @@ const PROTOTYPES = [
   'dsh_status dsh_store_read_raw(dsh_store *store, const char *id, _Out_ dsh_owned_str *out_json)',
   'dsh_status dsh_store_list(dsh_store *store, _Out_ dsh_owned_str *out_json)',
   'dsh_status dsh_store_list_snapshots(dsh_store *store, _Out_ dsh_owned_str *out_json)',
+  // ids a C string cannot carry (U+0000, lone surrogates), as JSON string text
+  'dsh_status dsh_store_load_id_json(dsh_store *store, const char *id_json, _Out_ dsh_owned_str *out_json)',
+  'dsh_status dsh_store_inspect_id_json(dsh_store *store, const char *id_json, _Out_ dsh_owned_str *out_json)',
+  'dsh_status dsh_store_read_from_id_json(dsh_store *store, const char *id_json, uint64_t from_seq, _Out_ dsh_owned_str *out_json)',
+  'dsh_status dsh_store_read_raw_id_json(dsh_store *store, const char *id_json, _Out_ dsh_owned_str *out_json)',
+  'dsh_status dsh_store_delete_id_json(dsh_store *store, const char *id_json)',
   // session management (issue 19)
   'dsh_status dsh_store_delete(dsh_store *store, const char *id)',
   'dsh_status dsh_store_prune(dsh_store *store, const char *options_json, _Out_ dsh_owned_str *out_json)',

@@ -9,6 +9,20 @@ const { Session } = require('./session');
 const { Follower } = require('./follow');
 
 /**
+ * An id a C string cannot carry — one holding U+0000 or a lone surrogate,
+ * as logs written by the original may have — goes to the `_id_json` form
+ * of a call as its JSON text (DIFFERENCES, exception 2); every other id
+ * as itself. Returns `[fn, idArgument]`.
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+function byId(id, plain, idJson) {
+  if (typeof id === 'string' && (id.includes('\0') || LONE_SURROGATE.test(id))) {
+    return [idJson, JSON.stringify(id)];
+  }
+  return [plain, args.text(id, 'id')];
+}
+
+/**
  * A store: a backend plus the coordinator around it. Open with
  * `Store.open(config)`; close with `close()` (drains every live session) or
  * `using`. JSON results are parsed with JSON.parse; each has a `…Raw()`
@@ -60,7 +74,8 @@ class Store extends Handle {
   }
 
   loadRaw(id) {
-    return callRequiredText(fns.dsh_store_load, this._ptr(), args.text(id, 'id'));
+    const [fn, sid] = byId(id, fns.dsh_store_load, fns.dsh_store_load_id_json);
+    return callRequiredText(fn, this._ptr(), sid);
   }
 
   /** The balanced log `{meta, events}` (a crashed cold session is repaired first). */
@@ -69,7 +84,8 @@ class Store extends Handle {
   }
 
   inspectRaw(id) {
-    return callRequiredText(fns.dsh_store_inspect, this._ptr(), args.text(id, 'id'));
+    const [fn, sid] = byId(id, fns.dsh_store_inspect, fns.dsh_store_inspect_id_json);
+    return callRequiredText(fn, this._ptr(), sid);
   }
 
   /** Like load() but changes nothing on disk. */
@@ -78,9 +94,9 @@ class Store extends Handle {
   }
 
   readFromRaw(id, fromSeq = 0) {
-    const sid = args.text(id, 'id');
+    const [fn, sid] = byId(id, fns.dsh_store_read_from, fns.dsh_store_read_from_id_json);
     const seq = args.uint64(fromSeq, 'fromSeq');
-    return callRequiredText(fns.dsh_store_read_from, this._ptr(), sid, seq);
+    return callRequiredText(fn, this._ptr(), sid, seq);
   }
 
   /** Stored events with seq >= fromSeq, no repair: `{meta, events}`. */
@@ -90,7 +106,8 @@ class Store extends Handle {
 
   /** JSON text of readRaw(), or null when absent. */
   readRawText(id) {
-    return callText(fns.dsh_store_read_raw, this._ptr(), args.text(id, 'id'));
+    const [fn, sid] = byId(id, fns.dsh_store_read_raw, fns.dsh_store_read_raw_id_json);
+    return callText(fn, this._ptr(), sid);
   }
 
   /** JSONL only: the stored artifact as written, or null when absent. SQLite throws UnsupportedError. */
@@ -121,7 +138,8 @@ class Store extends Handle {
 
   /** Deletes a stored session; the id is free afterwards (BusyError when live or held). */
   delete(id) {
-    call(fns.dsh_store_delete, this._ptr(), args.text(id, 'id'));
+    const [fn, sid] = byId(id, fns.dsh_store_delete, fns.dsh_store_delete_id_json);
+    call(fn, this._ptr(), sid);
   }
 
   pruneRaw(options) {

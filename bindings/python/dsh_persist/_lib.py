@@ -98,6 +98,12 @@ DECLARATIONS: List[Tuple[str, Any, Sequence[Any]]] = [
     ("dsh_store_read_raw", STATUS, [store_p, c_char_p, out_str]),
     ("dsh_store_list", STATUS, [store_p, out_str]),
     ("dsh_store_list_snapshots", STATUS, [store_p, out_str]),
+    # ids a C string cannot carry (U+0000, lone surrogates), as JSON string text
+    ("dsh_store_load_id_json", STATUS, [store_p, c_char_p, out_str]),
+    ("dsh_store_inspect_id_json", STATUS, [store_p, c_char_p, out_str]),
+    ("dsh_store_read_from_id_json", STATUS, [store_p, c_char_p, c_uint64, out_str]),
+    ("dsh_store_read_raw_id_json", STATUS, [store_p, c_char_p, out_str]),
+    ("dsh_store_delete_id_json", STATUS, [store_p, c_char_p]),
     # session management (issue 19)
     ("dsh_store_delete", STATUS, [store_p, c_char_p]),
     ("dsh_store_prune", STATUS, [store_p, c_char_p, out_str]),

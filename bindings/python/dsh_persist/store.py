@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import json
 from typing import Any, Dict, List, Optional, Union
 
 from . import _lib
@@ -24,6 +25,18 @@ from ._lib import (
 Json = Any
 Config = Union[Dict[str, Any], str]
 Header = Union[Dict[str, Any], str]
+
+
+def _by_id(session_id: Any, plain: Any, id_json: Any) -> Any:
+    """The call and the id argument for ``session_id``: an id a C string
+    cannot carry (one holding U+0000 or a lone surrogate, as logs written by
+    the original may have) goes to the ``_id_json`` form as its JSON text
+    (DIFFERENCES, exception 2); every other id as itself."""
+    if isinstance(session_id, str) and (
+        "\0" in session_id or any("\ud800" <= c <= "\udfff" for c in session_id)
+    ):
+        return id_json, json.dumps(session_id).encode("ascii")
+    return plain, encode_text(session_id, "session_id")
 
 
 def _header(header: Header, name: str = "header") -> bytes:
@@ -112,7 +125,7 @@ class Store(Handle):
 
     def load_raw(self, session_id: str) -> str:
         """:meth:`load` as the library's JSON text (big integers in ``data`` kept verbatim)."""
-        return self._text(lib.dsh_store_load, encode_text(session_id, "session_id"))
+        return self._text(*_by_id(session_id, lib.dsh_store_load, lib.dsh_store_load_id_json))
 
     def load(self, session_id: str) -> Dict[str, Any]:
         """The balanced log ``{"meta": header, "events": [...]}`` (a crashed cold
@@ -121,7 +134,9 @@ class Store(Handle):
 
     def inspect_raw(self, session_id: str) -> str:
         """:meth:`inspect` as the library's JSON text."""
-        return self._text(lib.dsh_store_inspect, encode_text(session_id, "session_id"))
+        return self._text(
+            *_by_id(session_id, lib.dsh_store_inspect, lib.dsh_store_inspect_id_json)
+        )
 
     def inspect(self, session_id: str) -> Dict[str, Any]:
         """Like :meth:`load` but changes nothing on disk (closers in memory only)."""
@@ -129,9 +144,9 @@ class Store(Handle):
 
     def read_from_raw(self, session_id: str, from_seq: int = 0) -> str:
         """:meth:`read_from` as the library's JSON text."""
-        sid = encode_text(session_id, "session_id")
+        fn, sid = _by_id(session_id, lib.dsh_store_read_from, lib.dsh_store_read_from_id_json)
         seq = check_uint(from_seq, "from_seq")
-        return self._text(lib.dsh_store_read_from, sid, seq)
+        return self._text(fn, sid, seq)
 
     def read_from(self, session_id: str, from_seq: int = 0) -> Dict[str, Any]:
         """Stored events with ``seq >= from_seq`` (no repair): ``{"meta", "events"}``."""
@@ -139,7 +154,9 @@ class Store(Handle):
 
     def read_raw_text(self, session_id: str) -> Optional[str]:
         """:meth:`read_raw` as JSON text (``None`` when absent)."""
-        return self._nullable_text(lib.dsh_store_read_raw, encode_text(session_id, "session_id"))
+        return self._nullable_text(
+            *_by_id(session_id, lib.dsh_store_read_raw, lib.dsh_store_read_raw_id_json)
+        )
 
     def read_raw(self, session_id: str) -> Optional[Dict[str, Any]]:
         """JSONL only: the stored artifact as written (header line included),
@@ -168,9 +185,9 @@ class Store(Handle):
         """Deletes a stored session; the id is free afterwards. A live or
         otherwise held session is a :class:`BusyError`, an absent one a
         :class:`NotFoundError`."""
-        sid = encode_text(session_id, "session_id")
+        fn, sid = _by_id(session_id, lib.dsh_store_delete, lib.dsh_store_delete_id_json)
         with self._use() as ptr:
-            lib.dsh_store_delete(ptr, sid)
+            fn(ptr, sid)
 
     def prune_raw(
         self,

@@ -76,29 +76,83 @@ fn push_escape(out: &mut String, u: u16) {
 /// unit, `[A-Za-z0-9._-]` stays and every other unit (including `~`) becomes
 /// `~HHHH`; the whole ids `.` and `..` become `~002E` and `~002E~002E`.
 pub fn escape_id(id: &str) -> Result<String> {
-    match id {
-        "" => Err(Error::invalid("session id must be a non-empty string")),
-        "." => Ok("~002E".to_string()),
-        ".." => Ok("~002E~002E".to_string()),
-        _ => {
-            let mut out = String::with_capacity(id.len());
-            for u in id.encode_utf16() {
-                if is_safe_unit(u) {
-                    out.push(u as u8 as char);
-                } else {
-                    push_escape(&mut out, u);
-                }
-            }
-            if out.len() > MAX_SEGMENT_BYTES {
-                return Err(Error::invalid(format!(
-                    "session id {} is too long for a JSONL root: it escapes to a {}-byte directory name, over the {MAX_SEGMENT_BYTES} bytes a file name may hold",
-                    crate::model::json::quote(id),
-                    out.len()
-                )));
-            }
-            Ok(out)
+    escape_units(id.encode_utf16(), || crate::model::json::quote(id))
+}
+
+/// [`escape_id`] of an id given as UTF-16 code units, which may hold lone
+/// surrogates (an id the original's create accepted; see
+/// [`SessionHeader::stored_id_utf16`](crate::model::header::SessionHeader::stored_id_utf16)).
+pub fn escape_id_utf16(units: &[u16]) -> Result<String> {
+    escape_units(units.iter().copied(), || {
+        crate::model::json::quote(&String::from_utf16_lossy(units))
+    })
+}
+
+fn escape_units(units: impl Iterator<Item = u16>, shown: impl Fn() -> String) -> Result<String> {
+    let mut out = String::new();
+    for u in units {
+        if is_safe_unit(u) {
+            out.push(u as u8 as char);
+        } else {
+            push_escape(&mut out, u);
         }
     }
+    match out.as_str() {
+        "" => return Err(Error::invalid("session id must be a non-empty string")),
+        "." => return Ok("~002E".to_string()),
+        ".." => return Ok("~002E~002E".to_string()),
+        _ => {}
+    }
+    if out.len() > MAX_SEGMENT_BYTES {
+        return Err(Error::invalid(format!(
+            "session id {} is too long for a JSONL root: it escapes to a {}-byte directory name, over the {MAX_SEGMENT_BYTES} bytes a file name may hold",
+            shown(),
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
+/// The UTF-16 code units an escaped path segment stands for, when it is
+/// the canonical [`escape_id`] spelling of some id; `None` otherwise.
+pub fn unescape_units(segment: &str) -> Option<Vec<u16>> {
+    let mut units: Vec<u16> = Vec::with_capacity(segment.len());
+    let bytes = segment.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'~' => {
+                let hex = segment.get(i + 1..i + 5)?;
+                if !hex
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+                {
+                    return None;
+                }
+                units.push(u16::from_str_radix(hex, 16).ok()?);
+                i += 5;
+            }
+            b => {
+                units.push(u16::from(b));
+                i += 1;
+            }
+        }
+    }
+    // Only the canonical spelling counts (escaping is injective).
+    (escape_id_utf16(&units).ok()? == segment).then_some(units)
+}
+
+/// Whether the session directory name `segment` escapes an id that holds a
+/// lone surrogate and reads as `id` with U+FFFD in each lone surrogate's
+/// place: how such a session is named through the API (Rust strings and
+/// the C ABI carry valid Unicode only; DIFFERENCES, exception 2).
+fn is_unpaired_spelling_of(segment: &str, id: &str) -> bool {
+    if !segment.contains("~D") {
+        return false;
+    }
+    unescape_units(segment).is_some_and(|units| {
+        String::from_utf16(&units).is_err() && String::from_utf16_lossy(&units) == id
+    })
 }
 
 /// The project directory name of a cwd (SPEC §3.1): `/`, `\` and `:` runs
@@ -258,6 +312,23 @@ pub(crate) fn find_session_dirs(root: &Path, id: &str) -> Result<Vec<PathBuf>> {
             Err(e) => return Err(io_err("cannot stat", &dir, e)),
         }
     }
+    if id.contains('\u{FFFD}') {
+        // An id with a lone surrogate is named by its U+FFFD spelling: the
+        // directories it may stand for are looked for (one readdir per
+        // project, only for ids holding U+FFFD).
+        let mut twins = Vec::new();
+        for project in &projects {
+            for (name, is_dir, _) in read_dir_entries(&root.join(project))? {
+                if is_dir && is_unpaired_spelling_of(&name, id) {
+                    twins.push(root.join(project).join(name));
+                }
+            }
+        }
+        if !twins.is_empty() && (twins.len() + found.len() > 1) {
+            return Err(unpaired_ambiguity(id, &found, &twins));
+        }
+        found.extend(twins);
+    }
     for dir in &found {
         check_project_dir(dir.parent().expect("session dir has a project"))?;
     }
@@ -272,6 +343,22 @@ pub(crate) fn find_session_dirs(root: &Path, id: &str) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(found)
+}
+
+/// An id given with U+FFFD that several stored ids spell (lone surrogates
+/// that differ, or the id itself beside one with a lone surrogate).
+fn unpaired_ambiguity(id: &str, exact: &[PathBuf], twins: &[PathBuf]) -> Error {
+    let dirs: Vec<String> = exact
+        .iter()
+        .chain(twins)
+        .map(|d| quote(&d.display().to_string()))
+        .collect();
+    Error::conflict(format!(
+        "session id {} names {} stored sessions: ids that differ only in lone surrogates (each read as U+FFFD) are stored in {}; such ids cannot be told apart through this API — read the files directly or move all but one to another root",
+        quote(id),
+        dirs.len(),
+        dirs.join(", ")
+    ))
 }
 
 /// Two session directories carry the same id.

@@ -248,6 +248,28 @@ impl JsonlBackend {
         }
     }
 
+    /// The text of a repair's batch: the records recovered from a torn
+    /// frame, re-encoded with this store's `packChunks` (DIFFERENCES A.1
+    /// #16; the original's MANIFEST: "packChunks only affects bytes written
+    /// by a repair"), then the closers (or the batch of a cold append that
+    /// adopts the torn tail), each packed as a write batch is; a run of
+    /// deltas does not continue from one into the other, as before. The
+    /// recovered lines are parsed again as stored (not the converted events
+    /// of the read). Every one of them parsed when the log was read; should
+    /// one not, the lines are written back as they are.
+    fn repair_batch(&self, recovered: &[String], closers: &[Event]) -> String {
+        let mut events = Vec::with_capacity(recovered.len());
+        for line in recovered {
+            match Record::parse_stored_line(line) {
+                Ok(r) => r.into_events(&mut events),
+                Err(_) => return writer::batch_text(recovered, &self.records(closers)),
+            }
+        }
+        let mut records = self.records(&events);
+        records.extend(self.records(closers));
+        writer::batch_text(&[], &records)
+    }
+
     /// Checks that a stored header belongs at `path`.
     fn check_header_path(&self, header: &SessionHeader, path: &Path) -> Result<()> {
         let dir = path.parent().expect("log in a session dir");
@@ -257,7 +279,12 @@ impl JsonlBackend {
             .and_then(|p| p.file_name())
             .and_then(|n| n.to_str())
             .unwrap_or("");
-        let Ok(want_session) = escape_id(&header.id) else {
+        // An id with a lone surrogate names its directory by its units.
+        let escaped = match header.stored_id_utf16() {
+            Some(units) => layout::escape_id_utf16(&units),
+            None => escape_id(&header.id),
+        };
+        let Ok(want_session) = escaped else {
             return Err(Error::corruption(format!(
                 "session artifact {}: header id {} cannot name a storage path",
                 quote(&path.display().to_string()),
@@ -382,10 +409,11 @@ impl JsonlBackend {
                     continue;
                 };
                 self.check_header_path(&header, &file)?;
-                if let Some(prev) = seen.get(&header.id) {
+                let key = stored_id_key(&header);
+                if let Some(prev) = seen.get(&key) {
                     return Err(layout::duplicate_error(&header.id, prev, &sdir));
                 }
-                seen.insert(header.id.clone(), sdir);
+                seen.insert(key, sdir);
                 out.push((header, file, identity));
             }
         }
@@ -658,6 +686,19 @@ fn check_batch(events: &[Event]) -> Result<()> {
     Ok(())
 }
 
+/// What tells stored ids apart: the id, or for an id with a lone
+/// surrogate (whose [`SessionHeader::id`] reads it as U+FFFD) its escaped
+/// directory name, behind a U+0000 no escaped name holds.
+pub(crate) fn stored_id_key(header: &SessionHeader) -> String {
+    match header
+        .stored_id_utf16()
+        .and_then(|u| layout::escape_id_utf16(&u).ok())
+    {
+        Some(segment) => format!("{}\0{segment}", header.id),
+        None => header.id.clone(),
+    }
+}
+
 impl Backend for JsonlBackend {
     fn read_window(
         &self,
@@ -830,7 +871,7 @@ impl Backend for JsonlBackend {
         let mut identity = file.identity;
         let mut exact = true;
         if !recovered.is_empty() || !closers.is_empty() {
-            let batch = writer::batch_text(recovered, &self.records(closers));
+            let batch = self.repair_batch(recovered, closers);
             let bytes = writer::encode_batch(&batch, self.compression)?;
             let base = identity.size;
             identity = file.append(&bytes)?;

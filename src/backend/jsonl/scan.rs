@@ -33,9 +33,7 @@ use std::path::{Path, PathBuf};
 use super::JsonlBackend;
 use super::codec_zstd::{DecodeEnd, FrameDecoder};
 use super::frames;
-use super::layout::{
-    self, Compression, escape_id, flat_layout_error, io_err, wrong_encoding_error,
-};
+use super::layout::{self, Compression, flat_layout_error, io_err, wrong_encoding_error};
 use super::reader::{
     frame_failed, header_frame_not_one_line, no_header, parse_header_line, zstd_corrupt,
 };
@@ -109,33 +107,10 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
 }
 
 /// The id an escaped path segment stands for (the inverse of
-/// [`escape_id`]); `None` when `segment` is not an escaped id.
+/// [`escape_id`]); `None` when `segment` is not an escaped id, or escapes
+/// one that is not valid Unicode (a lone surrogate).
 pub fn unescape_id(segment: &str) -> Option<String> {
-    let mut units: Vec<u16> = Vec::with_capacity(segment.len());
-    let bytes = segment.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'~' => {
-                let hex = segment.get(i + 1..i + 5)?;
-                if !hex
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
-                {
-                    return None;
-                }
-                units.push(u16::from_str_radix(hex, 16).ok()?);
-                i += 5;
-            }
-            b => {
-                units.push(u16::from(b));
-                i += 1;
-            }
-        }
-    }
-    let id = String::from_utf16(&units).ok()?;
-    // Only the canonical spelling counts (escaping is injective).
-    (escape_id(&id).ok()? == segment).then_some(id)
+    String::from_utf16(&layout::unescape_units(segment)?).ok()
 }
 
 /// Names of files the store itself keeps beside the logs (at the root, in a
@@ -377,9 +352,10 @@ impl JsonlBackend {
                 .iter()
                 .map(|(_, i)| parent_of(&scan.sessions[*i].path))
                 .collect();
-            for (k, (id, i)) in group.iter().enumerate() {
+            for (k, (key, i)) in group.iter().enumerate() {
                 let other = &dirs[if k == 0 { 1 } else { 0 }];
-                let e = layout::duplicate_error(id, &dirs[k], other);
+                let id = scan.sessions[*i].id.clone().unwrap_or_else(|| key.clone());
+                let e = layout::duplicate_error(&id, &dirs[k], other);
                 let s = &mut scan.sessions[*i];
                 s.findings.push(Finding::new(
                     FindingKind::DuplicateId,
@@ -513,7 +489,7 @@ impl JsonlBackend {
                                 e.to_string(),
                             ));
                         }
-                        headers.push((header.id.clone(), scan.sessions.len()));
+                        headers.push((super::stored_id_key(&header), scan.sessions.len()));
                         session.id = Some(header.id);
                     }
                 }
@@ -615,9 +591,19 @@ mod tests {
     #[test]
     fn unescape_inverts_escape() {
         for id in ["a/b ~é", "😀", ".", "..", "...", "MiXeD.Case_id-123", "~x~"] {
-            let seg = escape_id(id).unwrap();
+            let seg = layout::escape_id(id).unwrap();
             assert_eq!(unescape_id(&seg).as_deref(), Some(id), "{seg}");
         }
+        // A lone surrogate: its units come back, but it is no Rust string.
+        assert_eq!(
+            layout::unescape_units("~D800x"),
+            Some(vec![0xD800, u16::from(b'x')])
+        );
+        assert_eq!(unescape_id("~D800x"), None);
+        assert_eq!(
+            layout::escape_id_utf16(&[0xD800, u16::from(b'x')]).unwrap(),
+            "~D800x"
+        );
         // Not canonical: lower-case hex, an escaped safe character, a cut escape.
         for seg in ["~002e", "~0041", "ab~00", "a~zzzz", "~D83D"] {
             assert_eq!(unescape_id(seg), None, "{seg}");

@@ -337,6 +337,10 @@ impl Backend for PostgresBackend {
     /// The session-level advisory lock of `id` ([`Self::try_lock_writer`])
     /// as the store's guard; `busy` naming the holder when another
     /// connection (another host, process or store handle) has it.
+    fn as_read_back(&self, events: &mut [Event]) {
+        crate::backend::rows::as_read_back(events);
+    }
+
     fn lock_writer(&self, id: &str) -> Result<WriterLock> {
         if let Some(lock) = self.try_lock_writer(id)? {
             // The guard's connection is `Send`; the mutex makes it `Sync`.

@@ -486,6 +486,16 @@ pub fn decode_row_bounded(row: &StoredRow, bounds: &RowBounds<'_>) -> Result<Rec
     }))
 }
 
+/// Gives events just written as rows the envelope a read of those rows
+/// rebuilds ([`decode_row_bounded`]: [`KeyOrder::LIVE`]); the rest of an
+/// event (type, seq, time, `data` text, the surface columns) reads back as
+/// written.
+pub fn as_read_back(events: &mut [Event]) {
+    for e in events {
+        e.key_order = KeyOrder::LIVE;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

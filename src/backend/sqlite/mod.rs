@@ -411,6 +411,10 @@ impl Backend for SqliteBackend {
         })
     }
 
+    fn as_read_back(&self, events: &mut [Event]) {
+        crate::backend::rows::as_read_back(events);
+    }
+
     fn lock_writer(&self, id: &str) -> Result<WriterLock> {
         self.locks.lock(id)
     }
