@@ -26,6 +26,7 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
+use super::append_checkpoint;
 use super::cache::{Inspection, InspectionCache};
 use super::cancel::{Cancel, checkpoint, shield};
 use super::config::StoreConfig;
@@ -63,6 +64,9 @@ struct Tail {
     header: SessionHeader,
     /// The rules' fold over the stored log (as a load converts it).
     rules: LogState,
+    /// Whether this tail is the persisted checkpoint as it is on disk
+    /// (nothing to write at close).
+    persisted: bool,
 }
 
 pub(crate) struct Shared {
@@ -84,6 +88,41 @@ impl Shared {
             Err(Error::Closed("the store is closed".into()))
         } else {
             Ok(())
+        }
+    }
+
+    /// Persists the append state of every session this store appended to
+    /// cold whose log is still as the store left it (best effort).
+    pub(crate) fn save_checkpoints(&self) {
+        let Some(dir) = self.backend.cache_dir() else {
+            return;
+        };
+        let key = append_checkpoint::rules_key(&self.config);
+        let tails: Vec<(String, Tail)> = self.tails.lock().drain().collect();
+        for (id, t) in tails {
+            if t.persisted || t.revision.0.is_empty() {
+                continue;
+            }
+            if !matches!(self.backend.revision(&id), Ok(Some(r)) if r == t.revision) {
+                continue;
+            }
+            // The next seq and size count as a full read would find them,
+            // when the backend knows them exactly (else no checkpoint).
+            let Some((next_seq, log_bytes)) = self.backend.append_state(&t.header, &t.revision)
+            else {
+                continue;
+            };
+            if next_seq != t.next_seq {
+                continue;
+            }
+            let c = append_checkpoint::Checkpoint {
+                revision: t.revision,
+                header: t.header,
+                next_seq: t.next_seq,
+                log_bytes,
+                rules: t.rules,
+            };
+            append_checkpoint::save(&dir, &id, &key, &c);
         }
     }
 
@@ -363,6 +402,7 @@ impl Store {
                     next_seq: 0,
                     header,
                     rules: LogState::new(),
+                    persisted: false,
                 },
                 None,
             ),
@@ -454,6 +494,7 @@ impl Store {
         // A failed write: the tail (its rules advanced) is dropped.
         tail.revision = revision?;
         tail.next_seq += events.len() as u64;
+        tail.persisted = false;
         self.shared.registry.lock().created.remove(id);
         self.shared.tails.lock().insert(id.to_string(), tail);
         Ok(())
@@ -526,16 +567,50 @@ impl Store {
         let current_insp = self.shared.cache.lock().take(id, &current);
         let insp = match current_insp {
             Some(hit) => hit,
-            None => Arc::new(self.read_inspection(id)?),
+            None => {
+                // A checkpoint an earlier writer persisted for exactly this
+                // revision: nothing to read.
+                if let Some(t) = self.checkpointed_tail(id, &current)? {
+                    return Ok((t, None));
+                }
+                Arc::new(self.read_inspection(id)?)
+            }
         };
         let tail = Tail {
             revision: insp.stored.revision.clone(),
             next_seq: insp.stored.events.len() as u64,
             header: insp.stored.header.clone(),
             rules: LogState::fold(&insp.stored.events),
+            persisted: false,
         };
         let adopt = insp.stored.torn.is_some().then_some(insp);
         Ok((tail, adopt))
+    }
+
+    fn rules_key(&self) -> String {
+        append_checkpoint::rules_key(&self.shared.config)
+    }
+
+    /// The tail a persisted checkpoint gives for `id` at `current` (see
+    /// [`super::append_checkpoint`]), handed to the backend too (the next
+    /// seq and size count a clean read would have noted).
+    fn checkpointed_tail(&self, id: &str, current: &Revision) -> Result<Option<Tail>> {
+        let Some(dir) = self.shared.backend.cache_dir() else {
+            return Ok(None);
+        };
+        let Some(c) = append_checkpoint::load(&dir, id, current, &self.rules_key()) else {
+            return Ok(None);
+        };
+        self.shared
+            .backend
+            .adopt_append_state(&c.header, current, c.next_seq, c.log_bytes)?;
+        Ok(Some(Tail {
+            revision: c.revision,
+            next_seq: c.next_seq,
+            header: c.header,
+            rules: c.rules,
+            persisted: true,
+        }))
     }
 
     /// How many of `events` (starting below `next`, the stored next seq)
@@ -1075,6 +1150,7 @@ impl Store {
             }
         }
         self.shared.scheduler.stop();
+        self.shared.save_checkpoints();
         // A session whose final drain failed keeps its pending events and
         // may retry its close (reliability D16): storage stays open for it
         // (it is released with the last handle).
@@ -1187,5 +1263,10 @@ pub fn new_session_id() -> String {
 impl Drop for Shared {
     fn drop(&mut self) {
         self.scheduler.stop();
+        if !self.closed.load(Ordering::Acquire) {
+            // A store dropped without `close`: its append checkpoints are
+            // still worth keeping (best effort, like at close).
+            self.save_checkpoints();
+        }
     }
 }
