@@ -308,3 +308,30 @@ fn a_stale_or_damaged_checkpoint_is_not_used() {
         assert_eq!(a.to_json(), b.to_json());
     }
 }
+
+#[test]
+fn a_live_session_leaves_a_checkpoint_when_it_closes() {
+    let t = support::TempDir::new("ckpt-live");
+    let config = StoreConfig::jsonl(t.path().display().to_string());
+    let store = Store::open(config.clone()).unwrap();
+    let live = store.start(SessionHeader::new("live", 1)).unwrap();
+    let mut n = 0;
+    for turn in 1..=3 {
+        n += support::conv::complete_turn(&live, turn);
+    }
+    live.close().unwrap();
+    drop(live);
+    let store = Store::open(config.clone()).unwrap();
+    let c = checkpoint_of(&store, "live").expect("a checkpoint after the close");
+    let (rev, next, bytes, header, rules) = full_read_state(&store, "live").unwrap();
+    assert_eq!((c.revision.0, c.next_seq, c.log_bytes), (rev, next, bytes));
+    assert_eq!(next, n as u64);
+    assert_eq!(c.header, header);
+    assert_eq!(c.rules, rules);
+    // A cold append continues from it.
+    let more = format!(r#"[{{"type":"turn/start","seq":{n},"time":0,"data":{{"turn":4}}}}]"#);
+    store.append_json("live", &more).unwrap();
+    let other = more.replace(r#""turn":4"#, r#""turn":5"#);
+    let err = store.append_json("live", &other).unwrap_err();
+    assert!(err.to_string().contains("seq"), "{err}");
+}

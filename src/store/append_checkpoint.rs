@@ -6,18 +6,25 @@
 //!
 //! - Where: `<cache dir>/append/<hash of id>.ckpt` (the cache directory of
 //!   [`crate::backend::Backend::cache_dir`]: `<root>/.dsh-persist-cache/`
-//!   for JSONL, `<database>.dsh-persist-cache/` for a SQLite file;
-//!   PostgreSQL and in-memory SQLite have none, so no checkpoint).
+//!   for JSONL). Only backends that know a log's size count exactly after
+//!   their own writes ([`crate::backend::Backend::append_state`]) get one:
+//!   JSONL; the row stores count writes by an upper bound, so none.
 //! - Keyed by the log's revision token (JSONL: device, inode, size, mtime
-//!   and ctime; the row stores: store id, incarnation and revision), and by
+//!   and ctime), and by
 //!   the settings that change what a full read accepts (strict,
 //!   `extraEventTypes`, the limits): it is used only when the stored log is
 //!   exactly the state it describes, never after any other write (a writer
 //!   without our checkpoint, a repair, a rewrite): those read the log.
-//! - Written by the store when it closes, for the sessions it appended to
-//!   cold (never on an append's path), to a temporary name and renamed;
-//!   not fsynced (a lost checkpoint costs one full read). A file whose
-//!   hash does not match its bytes is ignored.
+//! - Written by the store when it closes (or is dropped), for the sessions
+//!   it appended to cold, and by a live session when it closes (never on
+//!   an append's path), to a temporary name and renamed (0600, in 0700
+//!   directories); not fsynced (a lost checkpoint costs one full read). A
+//!   file whose hash does not match its bytes is ignored.
+//!
+//! Why not resume from a checkpoint of an older revision and judge only
+//! the bytes appended since: that needs a JSONL read from a byte offset
+//! (frames and torn-tail rules from the middle of a log); left for later,
+//! such logs are read whole.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -146,9 +153,17 @@ pub fn load(dir: &Path, id: &str, revision: &Revision, rules_key: &str) -> Optio
 /// Writes the checkpoint of `id` (best effort: one that cannot be written
 /// costs the next fresh process one full read).
 pub fn save(dir: &Path, id: &str, rules_key: &str, c: &Checkpoint) {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
     let path = file_of(dir, id);
     let Some(parent) = path.parent() else { return };
-    if std::fs::create_dir_all(parent).is_err() {
+    // Private like the logs (it holds message text): 0700 directories,
+    // 0600 files.
+    if std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(parent)
+        .is_err()
+    {
         return;
     }
     let out = encode(id, rules_key, c);
@@ -157,7 +172,12 @@ pub fn save(dir: &Path, id: &str, rules_key: &str, c: &Checkpoint) {
         path.file_name().and_then(|n| n.to_str()).unwrap_or("ckpt"),
         std::process::id()
     ));
-    let ok = std::fs::File::create(&tmp)
+    let ok = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
         .and_then(|mut f| f.write_all(&out))
         .and_then(|()| std::fs::rename(&tmp, &path));
     if ok.is_err() {

@@ -94,36 +94,47 @@ impl Shared {
     /// Persists the append state of every session this store appended to
     /// cold whose log is still as the store left it (best effort).
     pub(crate) fn save_checkpoints(&self) {
+        let tails: Vec<(String, Tail)> = self.tails.lock().drain().collect();
+        for (id, t) in tails {
+            if !t.persisted && !t.revision.0.is_empty() {
+                self.save_checkpoint(&id, t.header, t.revision, t.next_seq, t.rules);
+            }
+        }
+    }
+
+    /// Persists the append state of `id` at `revision` (a cold tail, or a
+    /// live session that closed) when the log is still at `revision` and
+    /// the backend knows its next seq and size count exactly (best effort;
+    /// see [`append_checkpoint`]).
+    pub(crate) fn save_checkpoint(
+        &self,
+        id: &str,
+        header: SessionHeader,
+        revision: Revision,
+        next_seq: u64,
+        rules: LogState,
+    ) {
         let Some(dir) = self.backend.cache_dir() else {
             return;
         };
-        let key = append_checkpoint::rules_key(&self.config);
-        let tails: Vec<(String, Tail)> = self.tails.lock().drain().collect();
-        for (id, t) in tails {
-            if t.persisted || t.revision.0.is_empty() {
-                continue;
-            }
-            if !matches!(self.backend.revision(&id), Ok(Some(r)) if r == t.revision) {
-                continue;
-            }
-            // The next seq and size count as a full read would find them,
-            // when the backend knows them exactly (else no checkpoint).
-            let Some((next_seq, log_bytes)) = self.backend.append_state(&t.header, &t.revision)
-            else {
-                continue;
-            };
-            if next_seq != t.next_seq {
-                continue;
-            }
-            let c = append_checkpoint::Checkpoint {
-                revision: t.revision,
-                header: t.header,
-                next_seq: t.next_seq,
-                log_bytes,
-                rules: t.rules,
-            };
-            append_checkpoint::save(&dir, &id, &key, &c);
+        if !matches!(self.backend.revision(id), Ok(Some(r)) if r == revision) {
+            return;
         }
+        // The next seq and size count as a full read would find them.
+        let Some((stored_next, log_bytes)) = self.backend.append_state(&header, &revision) else {
+            return;
+        };
+        if stored_next != next_seq || rules.event_count() as u64 != next_seq {
+            return;
+        }
+        let c = append_checkpoint::Checkpoint {
+            revision,
+            header,
+            next_seq,
+            log_bytes,
+            rules,
+        };
+        append_checkpoint::save(&dir, id, &append_checkpoint::rules_key(&self.config), &c);
     }
 
     pub(crate) fn unregister_live(&self, id: &str, inner: &LiveInner) {
