@@ -368,6 +368,20 @@ fn ids_and_cwds_never_leave_the_root() {
                     );
                     continue;
                 }
+                if first == ".dsh-persist-cache" {
+                    // The store's cache: append checkpoints named by a
+                    // hash of the id (`append/<16 hex>.ckpt`), never by it.
+                    let name = rel.file_name().unwrap().to_string_lossy().into_owned();
+                    assert!(
+                        parts.len() < 3
+                            || (parts[1].as_os_str() == "append"
+                                && name.len() == 21
+                                && name.ends_with(".ckpt")),
+                        "{kind:?}: unexpected cache entry {}",
+                        rel.display()
+                    );
+                    continue;
+                }
                 assert!(
                     first.starts_with("--") && first.ends_with("--") || first == "_no-cwd",
                     "{kind:?}: unexpected entry {}",

@@ -378,6 +378,31 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// The next seq and the log's size count (`maxLogBytes`) of a stored
+    /// session at `revision`, when this backend knows both exactly as a
+    /// clean full read would count them (after its own read or writes):
+    /// what the store's persisted append checkpoint records. The default
+    /// (and a backend that counts its writes by an upper bound) says
+    /// `None`, and no checkpoint is written.
+    fn append_state(&self, _header: &SessionHeader, _revision: &Revision) -> Option<(u64, u64)> {
+        None
+    }
+
+    /// Takes what the store's persisted append checkpoint says of a stored
+    /// session at `revision` (its next seq and its log's size count for
+    /// `maxLogBytes`), as a clean read would have noted them, so that an
+    /// append expecting that revision needs no read of the log (the append
+    /// still checks the revision). The default notes nothing.
+    fn adopt_append_state(
+        &self,
+        _header: &SessionHeader,
+        _revision: &Revision,
+        _next_seq: u64,
+        _log_bytes: u64,
+    ) -> Result<()> {
+        Ok(())
+    }
+
     /// Flushes and releases storage handles.
     fn close(&self) -> Result<()> {
         Ok(())

@@ -11,15 +11,15 @@ use super::json;
 use super::surface::SurfaceOp;
 
 /// The turn/step state of a log, checked incrementally.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TurnTrace {
-    last_seq: Option<u64>,
-    last_turn: i64,
-    open_turn: Option<i64>,
-    open_step: Option<i64>,
-    last_step: i64,
+    pub(super) last_seq: Option<u64>,
+    pub(super) last_turn: i64,
+    pub(super) open_turn: Option<i64>,
+    pub(super) open_step: Option<i64>,
+    pub(super) last_step: i64,
     /// `callId`s of the `tool/call` events of the open step.
-    calls: Vec<String>,
+    pub(super) calls: Vec<String>,
 }
 
 enum Change {

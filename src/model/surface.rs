@@ -184,14 +184,14 @@ fn plain_seq_list(text: &str) -> Option<Vec<u64>> {
 
 /// What kind of surface event a node came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum NodeKind {
+pub(super) enum NodeKind {
     User,
     Assistant,
     ToolResult,
 }
 
 impl NodeKind {
-    fn of(type_name: &str) -> Option<NodeKind> {
+    pub(super) fn of(type_name: &str) -> Option<NodeKind> {
         match type_name {
             "user/message" => Some(NodeKind::User),
             "assistant/message" => Some(NodeKind::Assistant),
@@ -201,11 +201,11 @@ impl NodeKind {
     }
 }
 
-#[derive(Clone, Debug)]
-struct Node {
-    seq: u64,
-    kind: NodeKind,
-    data: JsonText,
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Node {
+    pub(super) seq: u64,
+    pub(super) kind: NodeKind,
+    pub(super) data: JsonText,
 }
 
 /// How to take back one applied event (see [`SurfaceState::undo`]).
@@ -225,9 +225,9 @@ enum Step {
 
 /// The current surface: the seqs that derive model-visible messages, in
 /// transcript order, with their events' data.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SurfaceState {
-    nodes: Vec<Node>,
+    pub(super) nodes: Vec<Node>,
 }
 
 impl SurfaceState {

@@ -356,11 +356,11 @@ pub fn session_view(
 /// The fold of a log's rules up to its end, kept by the store (per cold
 /// session) and by a live session to judge the next appends with exactly
 /// the rules a load applies.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LogState {
-    surface: SurfaceState,
-    trace: TurnTrace,
-    len: usize,
+    pub(super) surface: SurfaceState,
+    pub(super) trace: TurnTrace,
+    pub(super) len: usize,
 }
 
 impl LogState {
@@ -380,6 +380,11 @@ impl LogState {
         }
         st.len = events.len();
         st
+    }
+
+    /// How many events the folded log holds.
+    pub fn event_count(&self) -> usize {
+        self.len
     }
 
     /// Whether a turn is open at the end of the log.

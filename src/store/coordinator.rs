@@ -26,6 +26,7 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
+use super::append_checkpoint;
 use super::cache::{Inspection, InspectionCache};
 use super::cancel::{Cancel, checkpoint, shield};
 use super::config::StoreConfig;
@@ -63,6 +64,9 @@ struct Tail {
     header: SessionHeader,
     /// The rules' fold over the stored log (as a load converts it).
     rules: LogState,
+    /// Whether this tail is the persisted checkpoint as it is on disk
+    /// (nothing to write at close).
+    persisted: bool,
 }
 
 pub(crate) struct Shared {
@@ -85,6 +89,52 @@ impl Shared {
         } else {
             Ok(())
         }
+    }
+
+    /// Persists the append state of every session this store appended to
+    /// cold whose log is still as the store left it (best effort).
+    pub(crate) fn save_checkpoints(&self) {
+        let tails: Vec<(String, Tail)> = self.tails.lock().drain().collect();
+        for (id, t) in tails {
+            if !t.persisted && !t.revision.0.is_empty() {
+                self.save_checkpoint(&id, t.header, t.revision, t.next_seq, t.rules);
+            }
+        }
+    }
+
+    /// Persists the append state of `id` at `revision` (a cold tail, or a
+    /// live session that closed) when the log is still at `revision` and
+    /// the backend knows its next seq and size count exactly (best effort;
+    /// see [`append_checkpoint`]).
+    pub(crate) fn save_checkpoint(
+        &self,
+        id: &str,
+        header: SessionHeader,
+        revision: Revision,
+        next_seq: u64,
+        rules: LogState,
+    ) {
+        let Some(dir) = self.backend.cache_dir() else {
+            return;
+        };
+        if !matches!(self.backend.revision(id), Ok(Some(r)) if r == revision) {
+            return;
+        }
+        // The next seq and size count as a full read would find them.
+        let Some((stored_next, log_bytes)) = self.backend.append_state(&header, &revision) else {
+            return;
+        };
+        if stored_next != next_seq || rules.event_count() as u64 != next_seq {
+            return;
+        }
+        let c = append_checkpoint::Checkpoint {
+            revision,
+            header,
+            next_seq,
+            log_bytes,
+            rules,
+        };
+        append_checkpoint::save(&dir, id, &append_checkpoint::rules_key(&self.config), &c);
     }
 
     pub(crate) fn unregister_live(&self, id: &str, inner: &LiveInner) {
@@ -363,6 +413,7 @@ impl Store {
                     next_seq: 0,
                     header,
                     rules: LogState::new(),
+                    persisted: false,
                 },
                 None,
             ),
@@ -454,6 +505,7 @@ impl Store {
         // A failed write: the tail (its rules advanced) is dropped.
         tail.revision = revision?;
         tail.next_seq += events.len() as u64;
+        tail.persisted = false;
         self.shared.registry.lock().created.remove(id);
         self.shared.tails.lock().insert(id.to_string(), tail);
         Ok(())
@@ -526,16 +578,50 @@ impl Store {
         let current_insp = self.shared.cache.lock().take(id, &current);
         let insp = match current_insp {
             Some(hit) => hit,
-            None => Arc::new(self.read_inspection(id)?),
+            None => {
+                // A checkpoint an earlier writer persisted for exactly this
+                // revision: nothing to read.
+                if let Some(t) = self.checkpointed_tail(id, &current)? {
+                    return Ok((t, None));
+                }
+                Arc::new(self.read_inspection(id)?)
+            }
         };
         let tail = Tail {
             revision: insp.stored.revision.clone(),
             next_seq: insp.stored.events.len() as u64,
             header: insp.stored.header.clone(),
             rules: LogState::fold(&insp.stored.events),
+            persisted: false,
         };
         let adopt = insp.stored.torn.is_some().then_some(insp);
         Ok((tail, adopt))
+    }
+
+    fn rules_key(&self) -> String {
+        append_checkpoint::rules_key(&self.shared.config)
+    }
+
+    /// The tail a persisted checkpoint gives for `id` at `current` (see
+    /// [`super::append_checkpoint`]), handed to the backend too (the next
+    /// seq and size count a clean read would have noted).
+    fn checkpointed_tail(&self, id: &str, current: &Revision) -> Result<Option<Tail>> {
+        let Some(dir) = self.shared.backend.cache_dir() else {
+            return Ok(None);
+        };
+        let Some(c) = append_checkpoint::load(&dir, id, current, &self.rules_key()) else {
+            return Ok(None);
+        };
+        self.shared
+            .backend
+            .adopt_append_state(&c.header, current, c.next_seq, c.log_bytes)?;
+        Ok(Some(Tail {
+            revision: c.revision,
+            next_seq: c.next_seq,
+            header: c.header,
+            rules: c.rules,
+            persisted: true,
+        }))
     }
 
     /// How many of `events` (starting below `next`, the stored next seq)
@@ -1081,6 +1167,7 @@ impl Store {
             }
         }
         self.shared.scheduler.stop();
+        self.shared.save_checkpoints();
         // A session whose final drain failed keeps its pending events and
         // may retry its close (reliability D16): storage stays open for it
         // (it is released with the last handle).
@@ -1193,5 +1280,10 @@ pub fn new_session_id() -> String {
 impl Drop for Shared {
     fn drop(&mut self) {
         self.scheduler.stop();
+        if !self.closed.load(Ordering::Acquire) {
+            // A store dropped without `close`: its append checkpoints are
+            // still worth keeping (best effort, like at close).
+            self.save_checkpoints();
+        }
     }
 }

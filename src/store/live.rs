@@ -104,8 +104,9 @@ struct LiveLog {
 struct LiveSink {
     backend: Arc<dyn Backend>,
     header: SessionHeader,
-    /// `None` until the first batch materializes the session.
-    revision: Mutex<Option<Revision>>,
+    /// `None` until the first batch materializes the session (shared
+    /// with [`LiveInner`], for the checkpoint at close).
+    revision: Arc<Mutex<Option<Revision>>>,
     /// The session's writer lock (shared with [`LiveInner`]), verified
     /// before each batch.
     writer: Arc<Mutex<Option<WriterLock>>>,
@@ -148,6 +149,8 @@ pub(crate) struct LiveInner {
     /// The id's writer lock, held until the close succeeds (or the last
     /// handle is dropped); shared with the batch writer, which verifies it.
     writer: Arc<Mutex<Option<WriterLock>>>,
+    /// The stored revision after the last batch (the batch writer's).
+    revision: Arc<Mutex<Option<Revision>>>,
 }
 
 /// A session this process is writing. Cheap to clone (a handle); `Send +
@@ -185,10 +188,11 @@ impl LiveSession {
                 .check_log_append(stored_bytes, &seed, &header.id)?
         };
         let writer = Arc::new(Mutex::new(writer));
+        let revision = Arc::new(Mutex::new(stored_revision));
         let sink = LiveSink {
             backend: shared.backend.clone(),
             header: header.clone(),
-            revision: Mutex::new(stored_revision),
+            revision: revision.clone(),
             writer: writer.clone(),
         };
         let ctrl = WriteController::new(
@@ -215,6 +219,7 @@ impl LiveSession {
                 closing: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 writer,
+                revision,
             }),
         };
         if !seed.is_empty() {
@@ -430,6 +435,22 @@ impl LiveInner {
         // On failure: pending events, lock and registration are kept.
         self.ctrl.close()?;
         if !self.closed.swap(true, Ordering::AcqRel) {
+            // Everything is durable: the append state for a later cold
+            // append in a fresh process (still under the writer lock).
+            let revision = self.revision.lock().clone();
+            if let Some(revision) = revision {
+                let (next, rules) = {
+                    let log = self.log.read();
+                    (log.events.len() as u64, log.rules.clone())
+                };
+                self.shared.save_checkpoint(
+                    &self.header.id,
+                    self.header.clone(),
+                    revision,
+                    next,
+                    rules,
+                );
+            }
             drop(self.writer.lock().take());
             self.shared.unregister_live(&self.header.id, self);
         }

@@ -1,6 +1,7 @@
 //! The store coordinator (SPEC §6): live sessions, write-behind batching,
 //! load/inspect/prepare with repair, resume and fork.
 
+pub mod append_checkpoint;
 pub mod cache;
 pub mod cancel;
 pub mod catalog;

@@ -216,6 +216,12 @@ impl JsonlBackend {
         files.entry(path.to_path_buf()).or_default().log_bytes = Some((rev.clone(), bytes));
     }
 
+    fn forget_log_bytes(&self, path: &Path) {
+        if let Some(st) = self.files.lock().get_mut(path) {
+            st.log_bytes = None;
+        }
+    }
+
     fn known_log_bytes(&self, path: &Path, rev: &Revision) -> Option<u64> {
         let files = self.files.lock();
         match files.get(path).and_then(|s| s.log_bytes.as_ref()) {
@@ -493,13 +499,13 @@ impl JsonlBackend {
             }
         };
         debug_assert_eq!(header_line_len as u64, limits::new_log_bytes(header));
-        let total =
-            self.limits
-                .check_log_append(limits::new_log_bytes(header), events, &header.id)?;
+        self.limits
+            .check_log_append(limits::new_log_bytes(header), events, &header.id)?;
         let identity = writer::create_log(path, &content)?;
         let exact = identity.size == content.len() as u64;
         let rev = self.note_write(path, &identity, events.len() as u64, exact);
-        self.note_log_bytes(path, &rev, total);
+        // The decoded bytes now in the log, as a full read counts them.
+        self.note_log_bytes(path, &rev, (header_line_len + batch.len()) as u64);
         Ok(rev)
     }
 
@@ -549,11 +555,12 @@ impl JsonlBackend {
                 events[0].seq
             )));
         }
-        self.write_batch(&mut log, path, &header.id, events, next, before)
+        self.write_batch(&mut log, path, &header.id, events, next, Some(before))
     }
 
     /// Appends `events` (continuing at `next`) as one batch to `log`, whose
-    /// decoded size is `before` bytes.
+    /// decoded size is `before` bytes (`None`: not known, counted as 0 by
+    /// the size check and not known after the write either).
     fn write_batch(
         &self,
         log: &mut OpenLog,
@@ -561,16 +568,22 @@ impl JsonlBackend {
         id: &str,
         events: &[Event],
         next: u64,
-        before: u64,
+        before: Option<u64>,
     ) -> Result<Revision> {
-        let total = self.limits.check_log_append(before, events, id)?;
+        self.limits
+            .check_log_append(before.unwrap_or(0), events, id)?;
         let batch = writer::batch_text(&[], &self.records(events));
         let bytes = writer::encode_batch(&batch, self.compression)?;
         let prev_len = log.identity.size;
         let identity = log.append(&bytes)?;
         let exact = identity.size == prev_len + bytes.len() as u64;
         let rev = self.note_write(path, &identity, next + events.len() as u64, exact);
-        self.note_log_bytes(path, &rev, total);
+        // The decoded bytes now in the log, as a full read counts them (the
+        // check above counted the batch by its upper bound).
+        match before {
+            Some(b) => self.note_log_bytes(path, &rev, b.saturating_add(batch.len() as u64)),
+            None => self.forget_log_bytes(path),
+        }
         Ok(rev)
     }
 
@@ -633,7 +646,7 @@ impl JsonlBackend {
         }
         // A torn remainder was not a clean read: its size is not known,
         // and the cap is then checked by the next full read.
-        let before = self.known_log_bytes(path, &stored.revision).unwrap_or(0);
+        let before = self.known_log_bytes(path, &stored.revision);
         self.write_batch(&mut log, path, id, rest, next, before)
     }
 
@@ -792,6 +805,25 @@ impl Backend for JsonlBackend {
             Expect::New => self.append_new(header, events, &self.log_path(header)?),
             Expect::At(rev) => self.append_existing(header, events, &self.write_path(header)?, rev),
         }
+    }
+
+    fn append_state(&self, header: &SessionHeader, revision: &Revision) -> Option<(u64, u64)> {
+        let path = self.write_path(header).ok()?;
+        self.known_next_seq(&path, revision)
+            .zip(self.known_log_bytes(&path, revision))
+    }
+
+    fn adopt_append_state(
+        &self,
+        header: &SessionHeader,
+        revision: &Revision,
+        next_seq: u64,
+        log_bytes: u64,
+    ) -> Result<()> {
+        let path = self.write_path(header)?;
+        self.note_clean_read(&path, revision, next_seq);
+        self.note_log_bytes(&path, revision, log_bytes);
+        Ok(())
     }
 
     fn read(&self, id: &str) -> Result<Option<StoredLog>> {

@@ -1,0 +1,202 @@
+//! A compact binary form of [`LogState`] (the fold of a log's rules that
+//! `check_append` continues), for the store's persisted append checkpoint
+//! ([`crate::store::append_checkpoint`]).
+//!
+//! Little-endian: the log length; the turn/step trace (presence flags, last
+//! seq, last turn, open turn, open step, last step, the open step's call
+//! ids); the surface nodes (seq, kind, data text). The surface holds one
+//! node per model-visible message of the log (its data text included, which
+//! the tool/result replacement rule and legacy conversion read), so the
+//! form grows with the log's messages, not with its chunks.
+
+use super::invariants::TurnTrace;
+use super::json::JsonText;
+use super::surface::{Node, NodeKind, SurfaceState};
+use super::validate::LogState;
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_u64(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// A cursor over encoded bytes; every read fails (`None`) past the end.
+pub struct Input<'a>(pub &'a [u8]);
+
+impl<'a> Input<'a> {
+    pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Some(a)
+    }
+
+    pub fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    pub fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    pub fn str(&mut self) -> Option<&'a str> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+}
+
+/// Appends a length-prefixed string (the form [`Input::str`] reads).
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    put_str(out, s);
+}
+
+/// Appends a little-endian u64 (the form [`Input::u64`] reads).
+pub fn write_u64(out: &mut Vec<u8>, v: u64) {
+    put_u64(out, v);
+}
+
+fn kind_code(k: NodeKind) -> u8 {
+    match k {
+        NodeKind::User => 0,
+        NodeKind::Assistant => 1,
+        NodeKind::ToolResult => 2,
+    }
+}
+
+fn kind_of_code(c: u8) -> Option<NodeKind> {
+    Some(match c {
+        0 => NodeKind::User,
+        1 => NodeKind::Assistant,
+        2 => NodeKind::ToolResult,
+        _ => return None,
+    })
+}
+
+impl LogState {
+    /// The number of surface nodes and the bytes of their data text (what
+    /// the state holds that grows with the log).
+    pub fn surface_size(&self) -> (usize, usize) {
+        let nodes = &self.surface.nodes;
+        (
+            nodes.len(),
+            nodes.iter().map(|n| n.data.as_str().len()).sum(),
+        )
+    }
+
+    /// Appends the compact form of this state to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        put_u64(out, self.len as u64);
+        let t = &self.trace;
+        let flags = u8::from(t.last_seq.is_some())
+            | u8::from(t.open_turn.is_some()) << 1
+            | u8::from(t.open_step.is_some()) << 2;
+        out.push(flags);
+        put_u64(out, t.last_seq.unwrap_or(0));
+        for v in [
+            t.last_turn,
+            t.open_turn.unwrap_or(0),
+            t.open_step.unwrap_or(0),
+            t.last_step,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        put_u64(out, t.calls.len() as u64);
+        for c in &t.calls {
+            put_str(out, c);
+        }
+        let nodes = &self.surface.nodes;
+        put_u64(out, nodes.len() as u64);
+        for n in nodes {
+            put_u64(out, n.seq);
+            out.push(kind_code(n.kind));
+            put_str(out, n.data.as_str());
+        }
+    }
+
+    /// Reads a state [`LogState::encode`] wrote; `None` when the bytes are
+    /// not one. The data texts are trusted: the caller checks the bytes'
+    /// integrity (the checkpoint's hash) before.
+    pub fn decode(inp: &mut Input<'_>) -> Option<LogState> {
+        let len = usize::try_from(inp.u64()?).ok()?;
+        let flags = *inp.take(1)?.first()?;
+        if flags > 7 {
+            return None;
+        }
+        let last_seq = inp.u64()?;
+        let (last_turn, open_turn, open_step, last_step) =
+            (inp.i64()?, inp.i64()?, inp.i64()?, inp.i64()?);
+        let n_calls = usize::try_from(inp.u64()?).ok()?;
+        let mut calls = Vec::with_capacity(n_calls.min(1024));
+        for _ in 0..n_calls {
+            calls.push(inp.str()?.to_string());
+        }
+        let trace = TurnTrace {
+            last_seq: (flags & 1 != 0).then_some(last_seq),
+            last_turn,
+            open_turn: (flags & 2 != 0).then_some(open_turn),
+            open_step: (flags & 4 != 0).then_some(open_step),
+            last_step,
+            calls,
+        };
+        let n_nodes = usize::try_from(inp.u64()?).ok()?;
+        let mut nodes = Vec::with_capacity(n_nodes.min(1 << 20));
+        for _ in 0..n_nodes {
+            let seq = inp.u64()?;
+            let kind = kind_of_code(*inp.take(1)?.first()?)?;
+            let data = JsonText::from_trusted(inp.str()?);
+            nodes.push(Node { seq, kind, data });
+        }
+        Some(LogState {
+            surface: SurfaceState { nodes },
+            trace,
+            len,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::event::Event;
+    use crate::model::vocabulary::Vocabulary;
+
+    fn ev(line: &str) -> Event {
+        Event::parse(line).unwrap()
+    }
+
+    #[test]
+    fn round_trip_keeps_every_part() {
+        let events = [
+            ev(r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#),
+            ev(
+                r#"{"type":"user/message","seq":1,"time":0,"data":{"content":[],"source":{"kind":"user"},"role":"user","id":"u"},"surfaceOp":"append"}"#,
+            ),
+            ev(r#"{"type":"step/start","seq":2,"time":0,"data":{"turn":1,"step":1}}"#),
+            ev(
+                r#"{"type":"tool/call","seq":3,"time":0,"data":{"turn":1,"step":1,"callId":"c1","name":"x","input":{}}}"#,
+            ),
+        ];
+        let mut st = LogState::new();
+        st.check_append("s", &Vocabulary::default(), false, true, &events)
+            .unwrap();
+        let mut out = Vec::new();
+        st.encode(&mut out);
+        let back = LogState::decode(&mut Input(&out)).unwrap();
+        assert_eq!(back, st);
+        assert_eq!(back.surface_size().0, 1);
+        // every truncation is refused, never misread
+        for n in 0..out.len() {
+            let mut inp = Input(&out[..n]);
+            assert!(LogState::decode(&mut inp).is_none(), "cut at {n}");
+        }
+        let empty = LogState::new();
+        let mut out = Vec::new();
+        empty.encode(&mut out);
+        assert_eq!(LogState::decode(&mut Input(&out)).unwrap(), empty);
+    }
+}

@@ -1,0 +1,241 @@
+//! The persisted append checkpoint (issue 16): what a cold append needs of
+//! a stored session (its next seq, its header, the log's size count for
+//! `maxLogBytes`, and the fold of the rules, [`LogState`]), kept in the
+//! store's cache directory so that a fresh process appending to a long log
+//! does not read and judge the whole log again.
+//!
+//! - Where: `<cache dir>/append/<hash of id>.ckpt` (the cache directory of
+//!   [`crate::backend::Backend::cache_dir`]: `<root>/.dsh-persist-cache/`
+//!   for JSONL). Only backends that know a log's size count exactly after
+//!   their own writes ([`crate::backend::Backend::append_state`]) get one:
+//!   JSONL; the row stores count writes by an upper bound, so none.
+//! - Keyed by the log's revision token (JSONL: device, inode, size, mtime
+//!   and ctime), and by
+//!   the settings that change what a full read accepts (strict,
+//!   `extraEventTypes`, the limits): it is used only when the stored log is
+//!   exactly the state it describes, never after any other write (a writer
+//!   without our checkpoint, a repair, a rewrite): those read the log.
+//! - Written by the store when it closes (or is dropped), for the sessions
+//!   it appended to cold, and by a live session when it closes (never on
+//!   an append's path), to a temporary name and renamed (0600, in 0700
+//!   directories); not fsynced (a lost checkpoint costs one full read). A
+//!   file whose hash does not match its bytes is ignored.
+//!
+//! Why not resume from a checkpoint of an older revision and judge only
+//! the bytes appended since: that needs a JSONL read from a byte offset
+//! (frames and torn-tail rules from the middle of a log); left for later,
+//! such logs are read whole.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::backend::Revision;
+use crate::model::header::SessionHeader;
+use crate::model::log_state_codec::{Input, write_str, write_u64};
+use crate::model::validate::LogState;
+use crate::store::config::StoreConfig;
+
+const MAGIC: &str = concat!(
+    "dsh-persist append checkpoint 1 ",
+    env!("CARGO_PKG_VERSION"),
+    "\n"
+);
+
+/// What a cold append continues from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checkpoint {
+    pub revision: Revision,
+    pub header: SessionHeader,
+    pub next_seq: u64,
+    /// The log's size count (`maxLogBytes`) at `revision`.
+    pub log_bytes: u64,
+    pub rules: LogState,
+}
+
+/// What a full read must match for a checkpoint to stand for it: the
+/// settings of `config` that change what a read accepts.
+pub fn rules_key(config: &StoreConfig) -> String {
+    let mut extra = config.extra_event_types.clone();
+    extra.sort();
+    extra.dedup();
+    let limits = config.backend.limits();
+    format!(
+        "strict={} maxRecordBytes={} maxLogBytes={} extraEventTypes={}",
+        config.strict,
+        limits.max_record_bytes,
+        limits.max_log_bytes,
+        crate::model::json::quote(&extra.join("\n"))
+    )
+}
+
+/// The checkpoint file of `id` under the cache directory `dir`.
+pub fn file_of(dir: &Path, id: &str) -> PathBuf {
+    // FNV-1a, 64 bits: a stable name; the id inside the file is checked.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    dir.join("append").join(format!("{h:016x}.ckpt"))
+}
+
+/// A 64-bit hash of `bytes`, eight at a time (integrity, not security: a
+/// torn or damaged file is refused).
+fn hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = 0x243f_6a88_85a3_08d3u64 ^ (bytes.len() as u64).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        h = (h ^ w).wrapping_mul(K);
+        h ^= h >> 31;
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h ^ u64::from_le_bytes(last)).wrapping_mul(K);
+    h ^ (h >> 29)
+}
+
+/// The bytes of a checkpoint file.
+pub fn encode(id: &str, rules_key: &str, c: &Checkpoint) -> Vec<u8> {
+    let (_, text) = c.rules.surface_size();
+    let mut out = Vec::with_capacity(text + 256);
+    out.extend_from_slice(MAGIC.as_bytes());
+    write_str(&mut out, id);
+    write_str(&mut out, &c.revision.0);
+    write_str(&mut out, rules_key);
+    write_u64(&mut out, c.next_seq);
+    write_u64(&mut out, c.log_bytes);
+    write_str(&mut out, &c.header.to_jsonl_line());
+    c.rules.encode(&mut out);
+    let h = hash(&out);
+    out.extend_from_slice(&h.to_le_bytes());
+    out
+}
+
+/// Reads checkpoint bytes when they are intact and describe `id` at
+/// `revision` under `rules_key`.
+pub fn decode(bytes: &[u8], id: &str, revision: &Revision, rules_key: &str) -> Option<Checkpoint> {
+    let (body, h) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+    if hash(body) != u64::from_le_bytes(h.try_into().ok()?) {
+        return None;
+    }
+    let mut inp = Input(body.strip_prefix(MAGIC.as_bytes())?);
+    if inp.str()? != id || inp.str()? != revision.0 || inp.str()? != rules_key {
+        return None;
+    }
+    let next_seq = inp.u64()?;
+    let log_bytes = inp.u64()?;
+    // The header as a full read of a JSONL log finds it (its line).
+    let header = SessionHeader::parse_line_lenient(inp.str()?).ok()??;
+    if header.id != id || header.problem().is_some() {
+        return None;
+    }
+    let rules = LogState::decode(&mut inp)?;
+    if !inp.0.is_empty() || rules.event_count() as u64 != next_seq {
+        return None;
+    }
+    Some(Checkpoint {
+        revision: revision.clone(),
+        header,
+        next_seq,
+        log_bytes,
+        rules,
+    })
+}
+
+/// The checkpoint of `id` in `dir` when it describes `revision`.
+pub fn load(dir: &Path, id: &str, revision: &Revision, rules_key: &str) -> Option<Checkpoint> {
+    let bytes = std::fs::read(file_of(dir, id)).ok()?;
+    decode(&bytes, id, revision, rules_key)
+}
+
+/// Writes the checkpoint of `id` (best effort: one that cannot be written
+/// costs the next fresh process one full read).
+pub fn save(dir: &Path, id: &str, rules_key: &str, c: &Checkpoint) {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    let path = file_of(dir, id);
+    let Some(parent) = path.parent() else { return };
+    // Private like the logs (it holds message text): 0700 directories,
+    // 0600 files.
+    if std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(parent)
+        .is_err()
+    {
+        return;
+    }
+    let out = encode(id, rules_key, c);
+    let tmp = parent.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("ckpt"),
+        std::process::id()
+    ));
+    let ok = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(&out))
+        .and_then(|()| std::fs::rename(&tmp, &path));
+    if ok.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// Removes the checkpoint of `id` (after a delete; a stale one would never
+/// match anyway, this only frees the space).
+pub fn remove(dir: &Path, id: &str) {
+    let _ = std::fs::remove_file(file_of(dir, id));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Checkpoint {
+        Checkpoint {
+            revision: Revision("jsonl:1:2:3:4:5".into()),
+            header: SessionHeader::parse_line_lenient(&SessionHeader::new("s", 7).to_jsonl_line())
+                .unwrap()
+                .unwrap(),
+            next_seq: 0,
+            log_bytes: 99,
+            rules: LogState::new(),
+        }
+    }
+
+    #[test]
+    fn round_trip_and_every_key_checked() {
+        let c = sample();
+        let bytes = encode("s", "k", &c);
+        assert_eq!(decode(&bytes, "s", &c.revision, "k"), Some(c.clone()));
+        assert!(decode(&bytes, "t", &c.revision, "k").is_none());
+        assert!(decode(&bytes, "s", &Revision("jsonl:1:2:3:4:6".into()), "k").is_none());
+        assert!(decode(&bytes, "s", &c.revision, "strict").is_none());
+        for n in 0..bytes.len() {
+            assert!(decode(&bytes[..n], "s", &c.revision, "k").is_none());
+        }
+        let mut flipped = bytes.clone();
+        let mid = flipped.len() / 2;
+        flipped[mid] ^= 1;
+        assert!(decode(&flipped, "s", &c.revision, "k").is_none());
+    }
+
+    #[test]
+    fn saved_and_loaded_from_a_directory() {
+        let dir = std::env::temp_dir().join(format!(
+            "dsh-ckpt-{}-{}",
+            std::process::id(),
+            crate::backend::jsonl::revision::random_u64()
+        ));
+        let c = sample();
+        save(&dir, "s", "k", &c);
+        assert_eq!(load(&dir, "s", &c.revision, "k"), Some(c.clone()));
+        remove(&dir, "s");
+        assert!(load(&dir, "s", &c.revision, "k").is_none());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

@@ -1,0 +1,337 @@
+//! The persisted append checkpoint (issue 16, `src/store/append_checkpoint.rs`):
+//! a fresh store that appends cold continues from the checkpoint a closed
+//! store left instead of reading the whole log. These tests check that it
+//! stands for exactly what a full read builds, and that appends decide the
+//! same either way:
+//! - on every upstream fixture root: the checkpoint written after a cold
+//!   (empty) append equals the fold of a full read;
+//! - on logs built from the bench workload (JSONL: the row stores count
+//!   their writes by an upper bound, so they write no checkpoint) in random batches, some of them
+//!   broken: two identical stores, one reopened with its checkpoint and one
+//!   with its cache removed before each reopen, accept and refuse the same
+//!   batches with the same errors and end with identical bytes;
+//! - a checkpoint of an earlier revision (the log grew since, written by a
+//!   writer that left none) and a damaged one are not used.
+
+mod support;
+
+use std::fs;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use dsh_persist::model::event::Event;
+use dsh_persist::model::header::SessionHeader;
+use dsh_persist::model::validate::{LogState, session_view};
+use dsh_persist::model::vocabulary::Vocabulary;
+use dsh_persist::store::append_checkpoint;
+use dsh_persist::store::{
+    BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
+};
+
+/// The full-read state of `id` in `store`: (revision, next seq, log bytes,
+/// header, fold), as the store builds it without a checkpoint.
+fn full_read_state(store: &Store, id: &str) -> Option<(String, u64, u64, SessionHeader, LogState)> {
+    let mut stored = store.backend().read(id).ok()??;
+    if stored.torn.is_some() || stored.header.problem().is_some() {
+        return None;
+    }
+    let cfg = store.config();
+    let vocab = Vocabulary::with_extra(cfg.extra_event_types.iter().cloned());
+    session_view(id, None, &vocab, cfg.strict, &mut stored.events).ok()?;
+    Some((
+        stored.revision.0.clone(),
+        stored.events.len() as u64,
+        stored.log_bytes,
+        stored.header.clone(),
+        LogState::fold(&stored.events),
+    ))
+}
+
+fn checkpoint_of(store: &Store, id: &str) -> Option<append_checkpoint::Checkpoint> {
+    let dir = store.backend().cache_dir()?;
+    let rev = store.backend().revision(id).ok()??;
+    append_checkpoint::load(
+        &dir,
+        id,
+        &rev,
+        &append_checkpoint::rules_key(store.config()),
+    )
+}
+
+fn root_config(case: &serde_json::Value, copy: &Path) -> StoreConfig {
+    let backend = if case["kind"] == "sqlite" {
+        BackendConfig::Sqlite(SqliteConfig::new(copy.display().to_string()))
+    } else {
+        let mut c = JsonlConfig::new(copy);
+        c.compression = if case["compression"] == "none" {
+            Compression::None
+        } else {
+            Compression::Zstd
+        };
+        c.pack_chunks = case["packChunks"].as_bool().unwrap_or(true);
+        BackendConfig::Jsonl(c)
+    };
+    StoreConfig::with_backend(backend)
+}
+
+#[test]
+fn checkpoints_equal_a_full_read_on_every_fixture_root() {
+    let mut compared = 0;
+    for case in support::cases()["roots"].as_array().unwrap() {
+        let (_tmp, copy) = support::fixture_copy(case["path"].as_str().unwrap());
+        let config = root_config(case, &copy);
+        let Ok(store) = Store::open(config.clone()) else {
+            continue;
+        };
+        let Ok(list) = store.list() else {
+            continue;
+        };
+        let ids: Vec<String> = list.into_iter().map(|h| h.id).collect();
+        for id in &ids {
+            // A cold empty append reads the log and keeps its tail.
+            let _ = store.append(id, Vec::new());
+        }
+        store.close().unwrap();
+        let store = Store::open(config).unwrap();
+        for id in &ids {
+            let full = full_read_state(&store, id);
+            let ckpt = checkpoint_of(&store, id);
+            match (full, ckpt) {
+                (Some((rev, next, bytes, header, rules)), Some(c)) => {
+                    assert_eq!(c.revision.0, rev, "{id}");
+                    assert_eq!(c.next_seq, next, "{id}");
+                    assert_eq!(c.log_bytes, bytes, "{id}");
+                    assert_eq!(c.header, header, "{id}");
+                    assert_eq!(c.rules, rules, "{id}: the rules' state");
+                    compared += 1;
+                }
+                (None, Some(_)) => panic!("{id}: a checkpoint for a log a load refuses"),
+                _ => {}
+            }
+        }
+    }
+    assert!(compared >= 10, "only {compared} sessions compared");
+}
+
+/// The first `n` events of the bench workload.
+fn workload(n: usize) -> Vec<Event> {
+    let path = support::bench_dir().join("workload-100k.jsonl.zst");
+    let mut text = String::new();
+    zstd::stream::read::Decoder::new(fs::File::open(&path).unwrap())
+        .unwrap()
+        .take(8 << 20)
+        .read_to_string(&mut text)
+        .ok();
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .take(n)
+        .map(|l| Event::parse(l).unwrap())
+        .collect()
+}
+
+/// A small deterministic generator (xorshift).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One way of breaking an event that some rule refuses (or, for a few,
+/// that the rules accept: the decision must only be the same both ways).
+fn break_event(e: &mut Event, how: u64) {
+    use dsh_persist::model::json::JsonText;
+    match how {
+        0 => e.seq += 1,
+        1 => e.surface_op = None,
+        2 => {
+            e.surface_op = Some(JsonText::from_trusted(
+                r#"{"op":"replace","start":1,"end":0}"#,
+            ))
+        }
+        3 => e.event_type = dsh_persist::model::event::EventType::new("future/required"),
+        4 => e.surface_op = Some(JsonText::from_trusted(r#""append""#)),
+        5 => e.data = JsonText::from_trusted(r#"{"turn":99,"step":1}"#),
+        _ => e.source_event_seqs = Some(JsonText::from_trusted("[0]")),
+    }
+}
+
+fn redacted(r: &dsh_persist::Result<()>, root: &Path) -> String {
+    match r {
+        Ok(()) => "ok".into(),
+        Err(e) => format!("{:?}: {}", e.kind(), support::redact(&e.to_string(), root)),
+    }
+}
+
+fn cache_of(config: &StoreConfig) -> PathBuf {
+    Store::open(config.clone())
+        .unwrap()
+        .backend()
+        .cache_dir()
+        .unwrap()
+}
+
+fn decisions_match(make: impl Fn(&Path) -> StoreConfig, strict: bool) {
+    let events = workload(6000);
+    let (ta, tb) = (
+        support::TempDir::new("ckpt-a"),
+        support::TempDir::new("ckpt-b"),
+    );
+    let with = |p: &Path| {
+        let mut c = make(p);
+        c.strict = strict;
+        c
+    };
+    let (ca, cb) = (with(ta.path()), with(tb.path()));
+    let cache_b = cache_of(&cb);
+    let header = SessionHeader::new("gen", 1);
+    for c in [&ca, &cb] {
+        let s = Store::open(c.clone()).unwrap();
+        s.create(header.clone()).unwrap();
+        s.append("gen", events[..3].to_vec()).unwrap();
+        s.close().unwrap();
+    }
+    let mut rng = Rng(0x5eed_0000_0000_0001 ^ u64::from(strict));
+    let mut at = 3usize;
+    let (mut accepted, mut refused, mut resumed) = (0, 0, 0);
+    while at < events.len() && accepted + refused < 120 {
+        let k = (1 + rng.below(150) as usize).min(events.len() - at);
+        let mut batch = events[at..at + k].to_vec();
+        let broken = rng.below(4) == 0;
+        if broken {
+            let i = rng.below(k as u64) as usize;
+            break_event(&mut batch[i], rng.below(7));
+        }
+        let _ = fs::remove_dir_all(&cache_b);
+        let a = Store::open(ca.clone()).unwrap();
+        if checkpoint_of(&a, "gen").is_some() {
+            resumed += 1;
+        }
+        let ra = a.append("gen", batch.clone());
+        a.close().unwrap();
+        let b = Store::open(cb.clone()).unwrap();
+        assert!(checkpoint_of(&b, "gen").is_none());
+        let rb = b.append("gen", batch);
+        b.close().unwrap();
+        assert_eq!(
+            redacted(&ra, ta.path()),
+            redacted(&rb, tb.path()),
+            "batch at {at} of {k} (broken: {broken})"
+        );
+        match ra {
+            Ok(()) => {
+                accepted += 1;
+                at += k;
+            }
+            Err(_) => refused += 1,
+        }
+        if (accepted + refused) % 10 == 0 {
+            let a = Store::open(ca.clone()).unwrap();
+            let c = checkpoint_of(&a, "gen").expect("a checkpoint after close");
+            let (rev, next, bytes, h, rules) = full_read_state(&a, "gen").unwrap();
+            assert_eq!((c.revision.0, c.next_seq, c.log_bytes), (rev, next, bytes));
+            assert_eq!(c.header, h);
+            assert_eq!(c.rules, rules, "after {accepted} appends");
+        }
+    }
+    assert!(
+        accepted > 20 && refused > 5,
+        "{accepted} accepted, {refused} refused"
+    );
+    assert!(
+        resumed > 20,
+        "only {resumed} appends resumed from a checkpoint"
+    );
+    let va = Store::open(ca).unwrap().load("gen").unwrap().to_json();
+    let vb = Store::open(cb).unwrap().load("gen").unwrap().to_json();
+    assert_eq!(va, vb);
+}
+
+#[test]
+fn jsonl_appends_decide_the_same_with_and_without_a_checkpoint() {
+    decisions_match(|p| StoreConfig::jsonl(p.display().to_string()), false);
+}
+
+#[test]
+fn jsonl_strict_appends_decide_the_same_with_and_without_a_checkpoint() {
+    decisions_match(|p| StoreConfig::jsonl(p.display().to_string()), true);
+}
+
+#[test]
+fn a_stale_or_damaged_checkpoint_is_not_used() {
+    let events = workload(400);
+    let t = support::TempDir::new("ckpt-stale");
+    let config = StoreConfig::jsonl(t.path().display().to_string());
+    let s = Store::open(config.clone()).unwrap();
+    s.create(SessionHeader::new("s", 1)).unwrap();
+    s.append("s", events[..100].to_vec()).unwrap();
+    s.close().unwrap();
+    let dir = cache_of(&config);
+    let file = append_checkpoint::file_of(&dir, "s");
+    let old = fs::read(&file).unwrap();
+    // Another writer appends and leaves no checkpoint of its own (the old
+    // one is put back): the log grew past what the checkpoint describes.
+    let s = Store::open(config.clone()).unwrap();
+    s.append("s", events[100..200].to_vec()).unwrap();
+    s.close().unwrap();
+    fs::write(&file, &old).unwrap();
+    let s = Store::open(config.clone()).unwrap();
+    assert!(
+        checkpoint_of(&s, "s").is_none(),
+        "describes an older revision"
+    );
+    // The append continues at the real end (seq 200), not the checkpoint's.
+    let err = s.append("s", events[100..110].to_vec()).unwrap_err();
+    assert!(err.to_string().contains("expected 200"), "{err}");
+    s.append("s", events[200..300].to_vec()).unwrap();
+    s.close().unwrap();
+    // A damaged checkpoint of the current revision is refused by its hash.
+    let mut bad = fs::read(&file).unwrap();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x20;
+    fs::write(&file, &bad).unwrap();
+    let s = Store::open(config.clone()).unwrap();
+    assert!(checkpoint_of(&s, "s").is_none());
+    s.append("s", events[300..400].to_vec()).unwrap();
+    s.close().unwrap();
+    let v = Store::open(config).unwrap().load("s").unwrap();
+    // (load may close an open last turn after them)
+    assert!(v.events.len() >= 400);
+    for (a, b) in v.events[..400].iter().zip(&events) {
+        assert_eq!(a.to_json(), b.to_json());
+    }
+}
+
+#[test]
+fn a_live_session_leaves_a_checkpoint_when_it_closes() {
+    let t = support::TempDir::new("ckpt-live");
+    let config = StoreConfig::jsonl(t.path().display().to_string());
+    let store = Store::open(config.clone()).unwrap();
+    let live = store.start(SessionHeader::new("live", 1)).unwrap();
+    let mut n = 0;
+    for turn in 1..=3 {
+        n += support::conv::complete_turn(&live, turn);
+    }
+    live.close().unwrap();
+    drop(live);
+    let store = Store::open(config.clone()).unwrap();
+    let c = checkpoint_of(&store, "live").expect("a checkpoint after the close");
+    let (rev, next, bytes, header, rules) = full_read_state(&store, "live").unwrap();
+    assert_eq!((c.revision.0, c.next_seq, c.log_bytes), (rev, next, bytes));
+    assert_eq!(next, n as u64);
+    assert_eq!(c.header, header);
+    assert_eq!(c.rules, rules);
+    // A cold append continues from it.
+    let more = format!(r#"[{{"type":"turn/start","seq":{n},"time":0,"data":{{"turn":4}}}}]"#);
+    store.append_json("live", &more).unwrap();
+    let other = more.replace(r#""turn":4"#, r#""turn":5"#);
+    let err = store.append_json("live", &other).unwrap_err();
+    assert!(err.to_string().contains("seq"), "{err}");
+}
