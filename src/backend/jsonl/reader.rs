@@ -1417,7 +1417,7 @@ mod tests {
                 let want: Vec<&Event> = full
                     .events
                     .iter()
-                    .filter(|e| e.seq >= k || e.event_type != "assistant/chunk")
+                    .filter(|e| e.seq >= k || e.event_type() != "assistant/chunk")
                     .collect();
                 let got: Vec<&Event> = part.events.iter().collect();
                 assert_eq!(got, want, "skip {k}, zstd {zstd}");
