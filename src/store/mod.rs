@@ -23,7 +23,7 @@ pub use config::{
 pub use coordinator::{Clock, PreparedSession, Store};
 pub use live::{AppendOptions, LiveSession};
 pub use manage::{ImportReport, PruneOptions, PruneReport, SalvageReport};
-pub use view::SessionView;
+pub use view::{SessionView, ViewJson};
 
 use crate::backend::Backend;
 use crate::backend::jsonl::JsonlBackend;
