@@ -3,6 +3,7 @@
 
 pub mod append_checkpoint;
 pub mod cache;
+pub mod cache_files;
 pub mod cancel;
 pub mod catalog;
 pub mod config;
