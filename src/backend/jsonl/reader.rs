@@ -32,9 +32,9 @@ use crate::backend::limits::{Budget, Limits};
 use crate::backend::{TornTail, parallel};
 use crate::codec::chunk_rows::{Record, StoredLineError};
 use crate::error::{Error, Result};
-use crate::model::event::Event;
+use crate::model::event::{Event, RawEnvelope};
 use crate::model::header::{HeaderSource, SESSION_FORMAT_VERSION, SessionHeader, version_refusal};
-use crate::model::json;
+use crate::model::{json, legacy};
 
 /// How many times a full read retries when the file changes under it.
 const READ_ATTEMPTS: usize = 8;
@@ -60,8 +60,8 @@ const PARALLEL_MIN_ZSTD: usize = 64 << 10;
 pub struct ReadOutcome {
     pub header: SessionHeader,
     /// The intact events from seq 0 (packed rows expanded, records recovered
-    /// from a torn zstd frame included), except packed-row members below the
-    /// `skip_below` seq of the read.
+    /// from a torn zstd frame included), except packed-row members and
+    /// plain chunk events below the `skip_below` seq of the read.
     pub events: Vec<Event>,
     /// The seq after the last intact event.
     pub next_seq: u64,
@@ -239,8 +239,9 @@ struct Parsed<'b> {
     /// zstd: the start of the frame being decoded (named in limit errors).
     frame_start: u64,
     lines: Vec<LineInfo>,
-    /// The events of every parsed line (packed-row members with a seq below
-    /// `skip_below` left out), from index `base` on.
+    /// The events of every parsed line (packed-row members and skippable
+    /// chunk events with a seq below `skip_below` left out), from index
+    /// `base` on.
     events: Vec<Event>,
     base: usize,
     /// zstd: the end of each complete frame of the stretch.
@@ -271,7 +272,24 @@ impl<'b> Parsed<'b> {
         // Invalid UTF-8 decodes to U+FFFD, as the original's
         // `buffer.toString("utf8")` does: the record is kept (DIFFERENCES
         // A.1 #5), never cut as torn.
-        let text = String::from_utf8_lossy(text);
+        let text = match std::str::from_utf8(text) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => String::from_utf8_lossy(text),
+        };
+        if self.skip_below > 0 {
+            if let Some(seq) = skippable_chunk(&text, self.skip_below) {
+                self.lines.push(LineInfo {
+                    kind: LineKind::Record {
+                        first_seq: seq,
+                        count: 1,
+                        turn_end: false,
+                    },
+                    at,
+                    events_end: self.events.len(),
+                });
+                return Ok(());
+            }
+        }
         let kind = match Record::parse_stored_line(&text) {
             Err(StoredLineError::Unparsable) => LineKind::Unparsable,
             Err(StoredLineError::NoSeq { got, turn_end }) => LineKind::NoSeq { got, turn_end },
@@ -332,6 +350,33 @@ impl<'b> Parsed<'b> {
         });
         Ok(())
     }
+}
+
+/// The seq of a record line that a read from `skip_below` judges without
+/// keeping its event: a valid `assistant/chunk` event (by the strict parse,
+/// which is what [`Record::parse_stored_line`] would take it as) with a seq
+/// below `skip_below` and no message id a legacy `tool/result` could
+/// inherit ([`legacy::message_id_of`]). No rule of a `read_from` looks at
+/// such an event (the store checks chunks for nothing and returns only
+/// the events from the start), so it is left out like the members of a
+/// packed row below the start.
+fn skippable_chunk(text: &str, skip_below: u64) -> Option<u64> {
+    const CHUNK: &str = "assistant/chunk";
+    if !text.starts_with("{\"type\":\"assistant/chunk\",") {
+        return None;
+    }
+    let env = RawEnvelope::scan(text).ok()?;
+    if env.seq >= skip_below || env.event_type.raw() != CHUNK {
+        return None;
+    }
+    // A key that decodes to `message` holds the word or a `\u` escape.
+    let data = env.data.as_bytes();
+    let may_name_a_message = memchr::memmem::find(data, b"message").is_some()
+        || memchr::memmem::find(data, b"\\u").is_some();
+    if may_name_a_message && legacy::message_id_of(CHUNK, env.data).is_some() {
+        return None;
+    }
+    Some(env.seq)
 }
 
 /// The line rules, applied in file order to parsed stretches.
@@ -512,9 +557,10 @@ pub fn read_log(path: &Path, compression: Compression, limits: &Limits) -> Resul
     read_log_from(path, compression, 0, limits)
 }
 
-/// [`read_log`], leaving packed-row members with a seq below `skip_below`
-/// out of the events (every line is still parsed and judged, so the
-/// outcome is otherwise the same); 0 keeps everything.
+/// [`read_log`], leaving packed-row members and plain `assistant/chunk`
+/// events (those without a message id, see [`skippable_chunk`]) with a seq
+/// below `skip_below` out of the events (every line is still parsed and
+/// judged, so the outcome is otherwise the same); 0 keeps everything.
 pub fn read_log_from(
     path: &Path,
     compression: Compression,
