@@ -266,8 +266,7 @@ impl<'a> Bounds<'a> {
 const CHARGE_BATCH: u64 = 256 << 10;
 
 /// A stretch's count of decoded bytes not yet added to the shared budget,
-/// and the budget's total when it last added.
-#[derive(Default)]
+/// and the budget's total when it last looked.
 struct Tally {
     local: u64,
     seen: u64,
@@ -312,7 +311,13 @@ impl<'b> Parsed<'b> {
             events,
             frames: Vec::new(),
             skip_below,
-            tally: Tally::default(),
+            // What the read counted before this stretch (the header line,
+            // earlier blocks): alone, the stretch then fails at the exact
+            // line that passes the limit.
+            tally: Tally {
+                local: 0,
+                seen: bounds.budget.used(),
+            },
             last_at: Cut::Byte(0),
         }
     }
@@ -1504,6 +1509,36 @@ mod tests {
                 "zstd byte {at} flipped"
             );
         }
+    }
+
+    #[test]
+    fn a_sequential_read_names_the_line_that_passes_max_log_bytes() {
+        let p = plain_bytes(&batches(6));
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', &p).map(|n| n + 1))
+            .filter(|&at| at < p.len())
+            .collect();
+        let path = std::env::temp_dir().join(format!(
+            "dsh-reader-limit-{}-{}.jsonl",
+            std::process::id(),
+            FILES.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, &p).unwrap();
+        // The limit ends inside line k (the header is line 0): line k fails.
+        for k in [1, 2, starts.len() / 2, starts.len() - 1] {
+            let limits = Limits {
+                max_log_bytes: starts[k] as u64 + 3,
+                ..Limits::default()
+            };
+            let mut f = File::open(&path).unwrap();
+            let e = scan_plain(&mut f, "LOG", &path, 0, usize::MAX, &limits).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains(&format!("(starting at byte {})", starts[k])),
+                "line {k}: {e}"
+            );
+        }
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]
