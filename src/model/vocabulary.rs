@@ -82,6 +82,10 @@ pub fn is_surface_type(name: &str) -> bool {
 
 /// The static copy of `name` when it is a known type or another fixed name.
 pub fn static_name(name: &str) -> Option<&'static str> {
+    // Most records of a log are chunks.
+    if name == "assistant/chunk" {
+        return Some("assistant/chunk");
+    }
     if let Ok(i) = KNOWN_SESSION_EVENT_TYPES.binary_search(&name) {
         return Some(KNOWN_SESSION_EVENT_TYPES[i]);
     }
