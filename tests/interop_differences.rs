@@ -850,6 +850,11 @@ fn a1_12_a_damaged_sessions_row_fails_list_and_load() {
             "s",
             "revision -1, not a non-negative safe integer",
         ),
+        (
+            "revision = 9007199254740992",
+            "s",
+            "revision 9007199254740992, not a non-negative safe integer",
+        ),
         ("id = ''", "", "id \"\", not a non-empty string"),
     ];
     for (i, (set, id, want)) in damages.iter().enumerate() {

@@ -106,8 +106,10 @@ pub struct ScannedSuffix {
     /// JSONL: every intact event of the log (the whole file is read and
     /// every line checked, the contiguity and torn-tail rules included),
     /// except the members of packed chunk rows with `seq < k`, which are
-    /// left out (plain events before `k` are kept: legacy conversion may
-    /// need them). SQLite: only the events with `seq >= k` (it seeks).
+    /// left out, and so are plain `assistant/chunk` events before `k` whose
+    /// data holds no message id (the other plain events before `k` are
+    /// kept: legacy conversion may need them). SQLite: only the events
+    /// with `seq >= k` (it seeks).
     /// Ascending, but not necessarily contiguous. The store checks all of
     /// these, then returns those with `seq >= k`.
     pub events: Vec<Event>,

@@ -564,7 +564,7 @@ impl Record {
 /// `{"type":"…"`, else the field is looked up.
 fn peek_type(text: &str) -> Option<std::borrow::Cow<'_, str>> {
     if let Some(rest) = text.strip_prefix("{\"type\":\"") {
-        if let Some(end) = rest.find(['"', '\\']) {
+        if let Some(end) = memchr::memchr2(b'"', b'\\', rest.as_bytes()) {
             if rest.as_bytes()[end] == b'"' {
                 return Some(std::borrow::Cow::Borrowed(&rest[..end]));
             }

@@ -18,7 +18,7 @@ use super::boundary::{FfiError, ffi_call};
 use super::handles::{self, Kind};
 use super::status::dsh_status;
 use super::store::{dsh_store, store_ref, write_text};
-use crate::store::{SessionView, Store};
+use crate::store::{SessionView, Store, ViewJson};
 
 /// A paged read result: the `{meta, events}` JSON of a load, inspect or
 /// read_from, held by the library. Made by the `_paged_ex` reads; read with
@@ -44,28 +44,12 @@ impl dsh_result {
     /// The result of `view`: the text of [`SessionView::to_json`], with its
     /// event offsets recorded as it is written.
     pub(crate) fn of_view(view: &SessionView) -> dsh_result {
-        let cap = 64
-            + view
-                .events
-                .iter()
-                .map(|e| e.data.as_str().len() + 64)
-                .sum::<usize>();
-        let mut text = String::with_capacity(cap);
-        text.push_str("{\"meta\":");
-        text.push_str(&view.header.to_json());
-        text.push_str(",\"events\":");
-        let open = text.len();
-        text.push('[');
-        let mut starts = Vec::with_capacity(view.events.len());
-        for (i, e) in view.events.iter().enumerate() {
-            if i > 0 {
-                text.push(',');
-            }
-            starts.push(text.len());
-            e.write_json(&mut text);
-        }
-        let close = text.len();
-        text.push_str("]}");
+        let ViewJson {
+            text,
+            starts,
+            open,
+            close,
+        } = view.to_json_laid_out();
         dsh_result {
             text,
             starts,

@@ -107,7 +107,16 @@ impl Key {
     }
 
     pub fn from_name(name: &str) -> Option<Key> {
-        Key::ALL.into_iter().find(|k| k.name() == name)
+        Some(match name {
+            "type" => Key::Type,
+            "seq" => Key::Seq,
+            "time" => Key::Time,
+            "data" => Key::Data,
+            "sourceEventSeqs" => Key::SourceEventSeqs,
+            "surfaceOp" => Key::SurfaceOp,
+            "ignorable" => Key::Ignorable,
+            _ => return None,
+        })
     }
 }
 
@@ -134,6 +143,11 @@ impl KeyOrder {
     /// Builds an order from the keys as they appeared; keys that did not
     /// appear follow in [`KeyOrder::LIVE`] order.
     pub fn from_seen(seen: &[Key]) -> KeyOrder {
+        // The usual case (every record this format writes): the keys in
+        // live order, some left out at the end.
+        if Key::ALL.starts_with(seen) {
+            return KeyOrder::LIVE;
+        }
         let mut out = [Key::Type; 7];
         let mut n = 0;
         for &k in seen {
@@ -361,10 +375,34 @@ impl Event {
     /// string, `seq` a non-negative safe integer, `time` a safe integer, `data`
     /// present, `ignorable` absent or `true`. Values are kept as raw text.
     pub fn parse(text: &str) -> Result<Event, EnvelopeError> {
+        RawEnvelope::scan(text).map(|r| r.to_event())
+    }
+}
+
+/// A valid event envelope as slices of its text (what [`Event::parse`]
+/// checks, before it copies anything): a reader that only has to judge a
+/// record, not keep it, stops here.
+#[derive(Clone, Copy, Debug)]
+pub struct RawEnvelope<'a> {
+    pub event_type: json::JsonStr<'a>,
+    pub seq: u64,
+    pub time: i64,
+    /// The raw `data` value.
+    pub data: &'a str,
+    pub source_event_seqs: Option<&'a str>,
+    pub surface_op: Option<&'a str>,
+    pub ignorable: bool,
+    pub key_order: KeyOrder,
+}
+
+impl<'a> RawEnvelope<'a> {
+    /// Checks the envelope rules of [`Event::parse`] (the same errors, in
+    /// the same order) without allocating for a valid one.
+    pub fn scan(text: &'a str) -> Result<RawEnvelope<'a>, EnvelopeError> {
         let mut s = Scanner::new(text);
         let mut seen = [Key::Type; 7];
         let mut n_seen = 0;
-        let mut ty: Option<&str> = None;
+        let mut ty: Option<Option<json::JsonStr<'_>>> = None;
         let mut seq = None;
         let mut time = None;
         let mut data = None;
@@ -373,10 +411,10 @@ impl Event {
         let mut ignorable = None;
         let mut bad_key: Option<String> = None;
         let res = s.object(|k, s| {
-            let v = s.value()?;
             let key = Key::from_name(&k.decode());
             match key {
                 None => {
+                    s.value()?;
                     if bad_key.is_none() {
                         bad_key = Some(k.decode().into_owned());
                     }
@@ -384,6 +422,7 @@ impl Event {
                 }
                 Some(key) => {
                     if seen[..n_seen].contains(&key) {
+                        s.value()?;
                         if bad_key.is_none() {
                             bad_key = Some(format!("{} (duplicate)", key.name()));
                         }
@@ -391,8 +430,19 @@ impl Event {
                     }
                     seen[n_seen] = key;
                     n_seen += 1;
+                    if key == Key::Type {
+                        // The string token at once (no second scan of it).
+                        ty = Some(if s.peek() == Some(b'"') {
+                            Some(s.string()?)
+                        } else {
+                            s.value()?;
+                            None
+                        });
+                        return Ok(());
+                    }
+                    let v = s.value()?;
                     match key {
-                        Key::Type => ty = Some(v),
+                        Key::Type => {}
                         Key::Seq => seq = Some(v),
                         Key::Time => time = Some(v),
                         Key::Data => data = Some(v),
@@ -407,8 +457,7 @@ impl Event {
         if let Err(e) = res.and_then(|_| s.expect_end()) {
             return Err(EnvelopeError::Syntax(e.to_string()));
         }
-        let ty = ty.and_then(json::as_str);
-        let ty = match ty {
+        let ty = match ty.flatten() {
             Some(t) => t,
             None => return Err(EnvelopeError::Invalid("event type must be a string".into())),
         };
@@ -437,7 +486,7 @@ impl Event {
             }
         };
         let data = match data {
-            Some(v) => JsonText::from_trusted(v),
+            Some(v) => v,
             None => {
                 return Err(EnvelopeError::Invalid(format!(
                     "event at seq {seq} has no data"
@@ -453,16 +502,37 @@ impl Event {
                 )));
             }
         };
-        let mut e = Event::new(EventType::new(&type_name), seq, time, data);
-        e.ignorable = ignorable;
-        e.key_order = KeyOrder::from_seen(&seen[..n_seen]);
-        if ses.is_some() || sop.is_some() {
-            e.set_source_event_seqs(ses.map(JsonText::from_trusted));
-            e.set_surface_op(sop.map(JsonText::from_trusted));
-        }
-        Ok(e)
+        Ok(RawEnvelope {
+            event_type: ty,
+            seq,
+            time,
+            data,
+            source_event_seqs: ses,
+            surface_op: sop,
+            ignorable,
+            key_order: KeyOrder::from_seen(&seen[..n_seen]),
+        })
     }
 
+    /// The event, its values copied out of the text.
+    pub fn to_event(&self) -> Event {
+        let mut e = Event::new(
+            EventType::new(&self.event_type.decode()),
+            self.seq,
+            self.time,
+            JsonText::from_trusted(self.data),
+        );
+        e.ignorable = self.ignorable;
+        e.key_order = self.key_order;
+        if self.source_event_seqs.is_some() || self.surface_op.is_some() {
+            e.set_source_event_seqs(self.source_event_seqs.map(JsonText::from_trusted));
+            e.set_surface_op(self.surface_op.map(JsonText::from_trusted));
+        }
+        e
+    }
+}
+
+impl Event {
     /// Parses a stored record as the original's scan keeps it: a JSON
     /// object whose `seq` is a non-negative safe integer is a record even
     /// when another envelope rule fails (`time` 1.5, an unknown key, no

@@ -331,6 +331,34 @@ fn contains_lone_surrogate(b: &[u8]) -> bool {
     false
 }
 
+/// The index of the first byte at or after `i` that ends a run of plain
+/// string bytes: a quote, a backslash or a control character (`b.len()`
+/// when there is none). Eight bytes at a time: a word's flagged bytes are
+/// found with the "has a zero / a smaller byte" bit tricks, whose lowest
+/// flag is always a true match (a borrow only spreads upwards from one).
+#[inline]
+fn plain_run_end(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(word) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let backslash = x ^ (ONES * u64::from(b'\\'));
+        let hits = ((quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (x.wrapping_sub(ONES * 0x20) & !x))
+            & HIGH;
+        if hits != 0 {
+            return i + (hits.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < b.len() && b[i] != b'"' && b[i] != b'\\' && b[i] >= 0x20 {
+        i += 1;
+    }
+    i
+}
+
 /// A validating, allocation-free walker over JSON text.
 pub struct Scanner<'a> {
     text: &'a str,
@@ -580,10 +608,7 @@ impl<'a> Scanner<'a> {
         let mut i = start;
         let mut escaped = false;
         loop {
-            // Fast skip of ordinary bytes.
-            while i < b.len() && b[i] != b'"' && b[i] != b'\\' && b[i] >= 0x20 {
-                i += 1;
-            }
+            i = plain_run_end(b, i);
             match b.get(i) {
                 Some(b'"') => {
                     self.pos = i + 1;
@@ -837,7 +862,11 @@ pub fn as_safe_int(raw: &str) -> Option<i64> {
     let b = raw.as_bytes();
     let digits = b.strip_prefix(b"-").unwrap_or(b);
     if !digits.is_empty() && digits.len() <= 16 && digits.iter().all(u8::is_ascii_digit) {
-        let v: i64 = raw.parse().ok()?;
+        // At most 16 digits: no overflow.
+        let v = digits
+            .iter()
+            .fold(0i64, |v, &d| v * 10 + i64::from(d - b'0'));
+        let v = if digits.len() < b.len() { -v } else { v };
         return (v.abs() <= MAX_SAFE_INTEGER).then_some(v);
     }
     let f = as_f64(raw)?;
@@ -1123,6 +1152,38 @@ fn canon_string(t: JsonStr<'_>, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_runs_end_at_the_first_quote_backslash_or_control_byte() {
+        let naive = |b: &[u8], i: usize| {
+            (i..b.len())
+                .find(|&k| b[k] == b'"' || b[k] == b'\\' || b[k] < 0x20)
+                .unwrap_or(b.len())
+        };
+        // Every byte value at every place of a word, after plain bytes of
+        // every kind (ASCII, UTF-8 continuation bytes, 0x7f, 0xff).
+        for fill in [b'a', 0x20, 0x7f, 0x80, 0xa2, 0xdc, 0xff] {
+            for len in 0..20 {
+                for at in 0..len {
+                    for v in 0..=255u8 {
+                        let mut b = vec![fill; len];
+                        b[at] = v;
+                        for start in 0..len.min(3) {
+                            assert_eq!(
+                                plain_run_end(&b, start),
+                                naive(&b, start),
+                                "fill {fill:#x} len {len} byte {v:#x} at {at} from {start}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // Two hits in one word: the first counts.
+        assert_eq!(plain_run_end(b"ab\\c\"defgh", 0), 2);
+        assert_eq!(plain_run_end(b"abc\"\x01fgh", 0), 3);
+        assert_eq!(plain_run_end(b"\x01\"", 0), 0);
+    }
 
     #[test]
     fn spans_of_a_shared_buffer_behave_like_their_own_text() {

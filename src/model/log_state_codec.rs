@@ -9,56 +9,11 @@
 //! the tool/result replacement rule and legacy conversion read), so the
 //! form grows with the log's messages, not with its chunks.
 
+use super::binary::{Input, put_str, put_u64};
 use super::invariants::TurnTrace;
 use super::json::JsonText;
 use super::surface::{Node, NodeKind, SurfaceState};
 use super::validate::LogState;
-
-fn put_u64(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_u64(out, s.len() as u64);
-    out.extend_from_slice(s.as_bytes());
-}
-
-/// A cursor over encoded bytes; every read fails (`None`) past the end.
-pub struct Input<'a>(pub &'a [u8]);
-
-impl<'a> Input<'a> {
-    pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Some(a)
-    }
-
-    pub fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    pub fn i64(&mut self) -> Option<i64> {
-        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    pub fn str(&mut self) -> Option<&'a str> {
-        let n = usize::try_from(self.u64()?).ok()?;
-        std::str::from_utf8(self.take(n)?).ok()
-    }
-}
-
-/// Appends a length-prefixed string (the form [`Input::str`] reads).
-pub fn write_str(out: &mut Vec<u8>, s: &str) {
-    put_str(out, s);
-}
-
-/// Appends a little-endian u64 (the form [`Input::u64`] reads).
-pub fn write_u64(out: &mut Vec<u8>, v: u64) {
-    put_u64(out, v);
-}
 
 fn kind_code(k: NodeKind) -> u8 {
     match k {

@@ -1,5 +1,6 @@
 //! The data model (SPEC §1) and the pure rules over it (§5).
 
+pub mod binary;
 pub mod event;
 pub mod fields;
 pub mod header;

@@ -85,9 +85,16 @@ pub fn static_name(name: &str) -> Option<&'static str> {
     static_index(name).map(static_by_index)
 }
 
+/// [`static_index`] of `assistant/chunk`.
+const ASSISTANT_CHUNK: u16 = 5;
+
 /// The index of `name` among the fixed names (the known types, then the
 /// other static names): an event keeps its type as this index.
 pub fn static_index(name: &str) -> Option<u16> {
+    // Most records of a log are chunks.
+    if name == "assistant/chunk" {
+        return Some(ASSISTANT_CHUNK);
+    }
     if let Ok(i) = KNOWN_SESSION_EVENT_TYPES.binary_search(&name) {
         return Some(i as u16);
     }
@@ -154,6 +161,7 @@ mod tests {
         assert!(!is_known("steering/message"));
         assert_eq!(static_name("text-chunks"), Some("text-chunks"));
         assert_eq!(static_name("nope"), None);
+        assert_eq!(static_by_index(ASSISTANT_CHUNK), "assistant/chunk");
         for name in KNOWN_SESSION_EVENT_TYPES.iter().chain(&OTHER_STATIC) {
             assert_eq!(static_index(name).map(static_by_index), Some(*name));
         }

@@ -26,13 +26,13 @@
 //! (frames and torn-tail rules from the middle of a log); left for later,
 //! such logs are read whole.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::backend::Revision;
+use crate::model::binary::{Input, put_str, put_u64};
 use crate::model::header::SessionHeader;
-use crate::model::log_state_codec::{Input, write_str, write_u64};
 use crate::model::validate::LogState;
+use crate::store::cache_files;
 use crate::store::config::StoreConfig;
 
 const MAGIC: &str = concat!(
@@ -70,13 +70,7 @@ pub fn rules_key(config: &StoreConfig) -> String {
 
 /// The checkpoint file of `id` under the cache directory `dir`.
 pub fn file_of(dir: &Path, id: &str) -> PathBuf {
-    // FNV-1a, 64 bits: a stable name; the id inside the file is checked.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in id.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    dir.join("append").join(format!("{h:016x}.ckpt"))
+    cache_files::file_of(dir, "append", id, "ckpt")
 }
 
 /// A 64-bit hash of `bytes`, eight at a time (integrity, not security: a
@@ -101,12 +95,12 @@ pub fn encode(id: &str, rules_key: &str, c: &Checkpoint) -> Vec<u8> {
     let (_, text) = c.rules.surface_size();
     let mut out = Vec::with_capacity(text + 256);
     out.extend_from_slice(MAGIC.as_bytes());
-    write_str(&mut out, id);
-    write_str(&mut out, &c.revision.0);
-    write_str(&mut out, rules_key);
-    write_u64(&mut out, c.next_seq);
-    write_u64(&mut out, c.log_bytes);
-    write_str(&mut out, &c.header.to_jsonl_line());
+    put_str(&mut out, id);
+    put_str(&mut out, &c.revision.0);
+    put_str(&mut out, rules_key);
+    put_u64(&mut out, c.next_seq);
+    put_u64(&mut out, c.log_bytes);
+    put_str(&mut out, &c.header.to_jsonl_line());
     c.rules.encode(&mut out);
     let h = hash(&out);
     out.extend_from_slice(&h.to_le_bytes());
@@ -153,36 +147,7 @@ pub fn load(dir: &Path, id: &str, revision: &Revision, rules_key: &str) -> Optio
 /// Writes the checkpoint of `id` (best effort: one that cannot be written
 /// costs the next fresh process one full read).
 pub fn save(dir: &Path, id: &str, rules_key: &str, c: &Checkpoint) {
-    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-    let path = file_of(dir, id);
-    let Some(parent) = path.parent() else { return };
-    // Private like the logs (it holds message text): 0700 directories,
-    // 0600 files.
-    if std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(parent)
-        .is_err()
-    {
-        return;
-    }
-    let out = encode(id, rules_key, c);
-    let tmp = parent.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("ckpt"),
-        std::process::id()
-    ));
-    let ok = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(&out))
-        .and_then(|()| std::fs::rename(&tmp, &path));
-    if ok.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
+    cache_files::write_private(&file_of(dir, id), &encode(id, rules_key, c));
 }
 
 /// Removes the checkpoint of `id` (after a delete; a stale one would never

@@ -3,6 +3,7 @@
 
 pub mod append_checkpoint;
 pub mod cache;
+pub mod cache_files;
 pub mod cancel;
 pub mod catalog;
 pub mod config;
@@ -23,7 +24,7 @@ pub use config::{
 pub use coordinator::{Clock, PreparedSession, Store};
 pub use live::{AppendOptions, LiveSession};
 pub use manage::{ImportReport, PruneOptions, PruneReport, SalvageReport};
-pub use view::SessionView;
+pub use view::{SessionView, ViewJson};
 
 use crate::backend::Backend;
 use crate::backend::jsonl::JsonlBackend;

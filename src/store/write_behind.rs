@@ -255,37 +255,59 @@ struct SchedState {
 
 /// One timer thread per store: fires deadlines and runs each due write on a
 /// short-lived worker thread, so one slow disk write never delays another
-/// session's deadline.
+/// session's deadline. The thread starts with the first deadline (a store
+/// that only reads never starts it).
 pub struct Scheduler {
     state: Arc<(Mutex<SchedState>, Condvar)>,
     order: AtomicU64,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: Mutex<TimerThread>,
+}
+
+enum TimerThread {
+    NotStarted,
+    Running(JoinHandle<()>),
+    Stopped,
 }
 
 impl Scheduler {
     pub fn start() -> Arc<Scheduler> {
-        let state: Arc<(Mutex<SchedState>, Condvar)> = Arc::default();
-        let st = state.clone();
-        let handle = std::thread::Builder::new()
-            .name("dsh-persist-timer".into())
-            .spawn(move || Scheduler::run(&st))
-            .expect("spawn the write-behind timer thread");
         Arc::new(Scheduler {
-            state,
+            state: Arc::default(),
             order: AtomicU64::new(0),
-            thread: Mutex::new(Some(handle)),
+            thread: Mutex::new(TimerThread::NotStarted),
         })
     }
 
     fn schedule(&self, at: Instant, ctrl: Weak<WriteController>) {
-        let (lock, cv) = &*self.state;
-        let mut st = lock.lock();
-        st.heap.push(Reverse(Entry {
-            at,
-            order: self.order.fetch_add(1, Ordering::Relaxed),
-            ctrl,
-        }));
-        cv.notify_one();
+        {
+            let (lock, cv) = &*self.state;
+            let mut st = lock.lock();
+            st.heap.push(Reverse(Entry {
+                at,
+                order: self.order.fetch_add(1, Ordering::Relaxed),
+                ctrl,
+            }));
+            cv.notify_one();
+        }
+        self.start_thread();
+    }
+
+    /// Starts the timer thread unless it runs or was stopped. When no
+    /// thread can be started, the deadlines stay queued: the next flush or
+    /// append writes the events, and the next deadline tries again.
+    fn start_thread(&self) {
+        let mut thread = self.thread.lock();
+        if !matches!(*thread, TimerThread::NotStarted) {
+            return;
+        }
+        let st = self.state.clone();
+        match std::thread::Builder::new()
+            .name("dsh-persist-timer".into())
+            .spawn(move || Scheduler::run(&st))
+        {
+            Ok(h) => *thread = TimerThread::Running(h),
+            Err(e) => eprintln!("dsh-persist: could not start the write-behind timer thread: {e}"),
+        }
     }
 
     fn run(state: &(Mutex<SchedState>, Condvar)) {
@@ -328,7 +350,8 @@ impl Scheduler {
             lock.lock().stop = true;
             cv.notify_all();
         }
-        if let Some(h) = self.thread.lock().take() {
+        let thread = std::mem::replace(&mut *self.thread.lock(), TimerThread::Stopped);
+        if let TimerThread::Running(h) = thread {
             if h.thread().id() != std::thread::current().id() {
                 let _ = h.join();
             }

@@ -431,8 +431,9 @@ impl JsonlBackend {
         self.read_path_from(id, path, 0)
     }
 
-    /// A full read that leaves out packed-row members with a seq below
-    /// `skip_below` (every line is still parsed and judged).
+    /// A full read that leaves out packed-row members and plain chunk
+    /// events with a seq below `skip_below` (every line is still parsed and
+    /// judged; see [`reader::read_log_from`]).
     fn read_path_from(&self, id: &str, path: &Path, skip_below: u64) -> Result<StoredLog> {
         let outcome = reader::read_log_from(path, self.compression, skip_below, &self.limits)?;
         if outcome.header.id != id {

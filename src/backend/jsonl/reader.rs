@@ -32,9 +32,9 @@ use crate::backend::limits::{Budget, Limits};
 use crate::backend::{TornTail, parallel};
 use crate::codec::chunk_rows::{Record, StoredLineError};
 use crate::error::{Error, Result};
-use crate::model::event::Event;
+use crate::model::event::{Event, RawEnvelope};
 use crate::model::header::{HeaderSource, SESSION_FORMAT_VERSION, SessionHeader, version_refusal};
-use crate::model::json;
+use crate::model::{json, legacy};
 
 /// How many times a full read retries when the file changes under it.
 const READ_ATTEMPTS: usize = 8;
@@ -60,8 +60,8 @@ const PARALLEL_MIN_ZSTD: usize = 64 << 10;
 pub struct ReadOutcome {
     pub header: SessionHeader,
     /// The intact events from seq 0 (packed rows expanded, records recovered
-    /// from a torn zstd frame included), except packed-row members below the
-    /// `skip_below` seq of the read.
+    /// from a torn zstd frame included), except packed-row members and
+    /// plain chunk events below the `skip_below` seq of the read.
     pub events: Vec<Event>,
     /// The seq after the last intact event.
     pub next_seq: u64,
@@ -216,6 +216,42 @@ impl<'a> Bounds<'a> {
         Ok(())
     }
 
+    /// A complete line of a stretch parsed on its own thread: as
+    /// [`Bounds::line`], but the bytes are counted in the stretch's `tally`
+    /// and added to the shared budget in batches (one shared counter
+    /// touched per line by two threads cost a tenth of a parse). Alone, a
+    /// stretch fails at the same line as with [`Bounds::line`]: it settles
+    /// as soon as its count could pass the limit.
+    fn part_line(
+        &self,
+        tally: &mut Tally,
+        len: usize,
+        place: impl FnOnce() -> String,
+    ) -> Result<()> {
+        if len as u64 > self.limits.max_record_bytes {
+            return Err(self.limits.record_error(&self.subject(), &place()));
+        }
+        tally.local += len as u64 + 1;
+        if tally.local >= CHARGE_BATCH
+            || tally.seen.saturating_add(tally.local) > self.limits.max_log_bytes
+        {
+            self.settle(tally, place)?;
+        }
+        Ok(())
+    }
+
+    /// Adds what `tally` counted to the shared budget; over the limit, the
+    /// log error names `place`.
+    fn settle(&self, tally: &mut Tally, place: impl FnOnce() -> String) -> Result<()> {
+        let ok = self.budget.charge(tally.local);
+        tally.local = 0;
+        tally.seen = self.budget.used();
+        if !ok {
+            return Err(self.limits.log_error(&self.subject(), &place()));
+        }
+        Ok(())
+    }
+
     /// `len` bytes of a line whose end is not decoded or read yet.
     fn pending(&self, len: usize, place: impl FnOnce() -> String) -> Result<()> {
         if len as u64 > self.limits.max_record_bytes {
@@ -223,6 +259,17 @@ impl<'a> Bounds<'a> {
         }
         Ok(())
     }
+}
+
+/// Decoded bytes a stretch counts before it adds them to the shared
+/// budget.
+const CHARGE_BATCH: u64 = 256 << 10;
+
+/// A stretch's count of decoded bytes not yet added to the shared budget,
+/// and the budget's total when it last looked.
+struct Tally {
+    local: u64,
+    seen: u64,
 }
 
 fn at_byte(b: u64) -> String {
@@ -239,13 +286,18 @@ struct Parsed<'b> {
     /// zstd: the start of the frame being decoded (named in limit errors).
     frame_start: u64,
     lines: Vec<LineInfo>,
-    /// The events of every parsed line (packed-row members with a seq below
-    /// `skip_below` left out), from index `base` on.
+    /// The events of every parsed line (packed-row members and skippable
+    /// chunk events with a seq below `skip_below` left out), from index
+    /// `base` on.
     events: Vec<Event>,
     base: usize,
     /// zstd: the end of each complete frame of the stretch.
     frames: Vec<FrameEnd>,
     skip_below: u64,
+    tally: Tally,
+    /// Where the last line began (named when the stretch settles its
+    /// count over the limit).
+    last_at: Cut,
 }
 
 impl<'b> Parsed<'b> {
@@ -259,19 +311,59 @@ impl<'b> Parsed<'b> {
             events,
             frames: Vec::new(),
             skip_below,
+            // What the read counted before this stretch (the header line,
+            // earlier blocks): alone, the stretch then fails at the exact
+            // line that passes the limit.
+            tally: Tally {
+                local: 0,
+                seen: bounds.budget.used(),
+            },
+            last_at: Cut::Byte(0),
         }
+    }
+
+    fn place(&self, at: Cut) -> String {
+        match at {
+            Cut::Byte(b) => at_byte(b),
+            Cut::FrameLine { .. } => in_frame(self.frame_start),
+        }
+    }
+
+    /// Adds the stretch's remaining count to the shared budget (at its end).
+    fn settle(&mut self) -> Result<()> {
+        let place = self.place(self.last_at);
+        self.bounds.settle(&mut self.tally, || place)
     }
 
     fn line(&mut self, text: &[u8], at: Cut) -> Result<()> {
         let frame_start = self.frame_start;
-        self.bounds.line(text.len(), || match at {
-            Cut::Byte(b) => at_byte(b),
-            Cut::FrameLine { .. } => in_frame(frame_start),
-        })?;
+        self.last_at = at;
+        self.bounds
+            .part_line(&mut self.tally, text.len(), || match at {
+                Cut::Byte(b) => at_byte(b),
+                Cut::FrameLine { .. } => in_frame(frame_start),
+            })?;
         // Invalid UTF-8 decodes to U+FFFD, as the original's
         // `buffer.toString("utf8")` does: the record is kept (DIFFERENCES
         // A.1 #5), never cut as torn.
-        let text = String::from_utf8_lossy(text);
+        let text = match std::str::from_utf8(text) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => String::from_utf8_lossy(text),
+        };
+        if self.skip_below > 0 {
+            if let Some(seq) = skippable_chunk(&text, self.skip_below) {
+                self.lines.push(LineInfo {
+                    kind: LineKind::Record {
+                        first_seq: seq,
+                        count: 1,
+                        turn_end: false,
+                    },
+                    at,
+                    events_end: self.events.len(),
+                });
+                return Ok(());
+            }
+        }
         let kind = match Record::parse_stored_line(&text) {
             Err(StoredLineError::Unparsable) => LineKind::Unparsable,
             Err(StoredLineError::NoSeq { got, turn_end }) => LineKind::NoSeq { got, turn_end },
@@ -332,6 +424,33 @@ impl<'b> Parsed<'b> {
         });
         Ok(())
     }
+}
+
+/// The seq of a record line that a read from `skip_below` judges without
+/// keeping its event: a valid `assistant/chunk` event (by the strict parse,
+/// which is what [`Record::parse_stored_line`] would take it as) with a seq
+/// below `skip_below` and no message id a legacy `tool/result` could
+/// inherit ([`legacy::message_id_of`]). No rule of a `read_from` looks at
+/// such an event (the store checks chunks for nothing and returns only
+/// the events from the start), so it is left out like the members of a
+/// packed row below the start.
+fn skippable_chunk(text: &str, skip_below: u64) -> Option<u64> {
+    const CHUNK: &str = "assistant/chunk";
+    if !text.starts_with("{\"type\":\"assistant/chunk\",") {
+        return None;
+    }
+    let env = RawEnvelope::scan(text).ok()?;
+    if env.seq >= skip_below || env.event_type.raw() != CHUNK {
+        return None;
+    }
+    // A key that decodes to `message` holds the word or a `\u` escape.
+    let data = env.data.as_bytes();
+    let may_name_a_message = memchr::memmem::find(data, b"message").is_some()
+        || memchr::memmem::find(data, b"\\u").is_some();
+    if may_name_a_message && legacy::message_id_of(CHUNK, env.data).is_some() {
+        return None;
+    }
+    Some(env.seq)
 }
 
 /// The line rules, applied in file order to parsed stretches.
@@ -531,9 +650,10 @@ pub fn read_log(path: &Path, compression: Compression, limits: &Limits) -> Resul
     read_log_from(path, compression, 0, limits)
 }
 
-/// [`read_log`], leaving packed-row members with a seq below `skip_below`
-/// out of the events (every line is still parsed and judged, so the
-/// outcome is otherwise the same); 0 keeps everything.
+/// [`read_log`], leaving packed-row members and plain `assistant/chunk`
+/// events (those without a message id, see [`skippable_chunk`]) with a seq
+/// below `skip_below` out of the events (every line is still parsed and
+/// judged, so the outcome is otherwise the same); 0 keeps everything.
 pub fn read_log_from(
     path: &Path,
     compression: Compression,
@@ -688,7 +808,11 @@ fn parse_plain_lines(part: &mut Parsed<'_>, text: &[u8], offset: u64) -> Result<
         part.line(&text[start..nl], Cut::Byte(offset + start as u64))?;
         start = nl + 1;
     }
-    Ok(())
+    part.settle()
+}
+
+fn count_lines(text: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', text).count()
 }
 
 /// Where to split `text` (complete lines) into two halves of whole lines:
@@ -739,10 +863,20 @@ fn scan_plain(
                 Some(at) => {
                     let (a, b) = text.split_at(at);
                     let mut first = rules.start(&bounds, skip_below);
+                    // A full read keeps an event per line at least: room
+                    // for the block's lines at once (no growth copies; the
+                    // second half's events are appended in place).
+                    let (lines_a, lines_b) = if skip_below == 0 {
+                        (count_lines(a), count_lines(b))
+                    } else {
+                        (0, 0)
+                    };
+                    first.events.reserve(lines_a + lines_b);
                     let (r1, second) = parallel::join(
                         || parse_plain_lines(&mut first, a, offset),
                         || {
-                            let mut part = Parsed::new(&bounds, Vec::new(), skip_below);
+                            let mut part =
+                                Parsed::new(&bounds, Vec::with_capacity(lines_b), skip_below);
                             parse_plain_lines(&mut part, b, offset + at as u64).map(|()| part)
                         },
                     );
@@ -805,7 +939,7 @@ fn parse_frames(
         crate::store::cancel::checkpoint()?;
         part.frame(&mut dec, buf, frame, first_index + k, &mut out)?;
     }
-    Ok(())
+    part.settle()
 }
 
 /// Where to split `frames` into two runs of about the same compressed size.
@@ -916,6 +1050,7 @@ fn scan_zstd(
         let _ = dec.decode(&buf[start as usize..], &mut out, |b| {
             part.frame_lines(b, torn_index, &mut torn_lines)
         })?;
+        part.settle()?;
         rules.absorb(part)?;
     }
     let frame_start = |i: usize| -> u64 {
@@ -1403,6 +1538,75 @@ mod tests {
                 "zstd byte {at} flipped"
             );
         }
+    }
+
+    #[test]
+    fn a_sequential_read_names_the_line_that_passes_max_log_bytes() {
+        let p = plain_bytes(&batches(6));
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', &p).map(|n| n + 1))
+            .filter(|&at| at < p.len())
+            .collect();
+        let path = std::env::temp_dir().join(format!(
+            "dsh-reader-limit-{}-{}.jsonl",
+            std::process::id(),
+            FILES.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, &p).unwrap();
+        // The limit ends inside line k (the header is line 0): line k fails.
+        for k in [1, 2, starts.len() / 2, starts.len() - 1] {
+            let limits = Limits {
+                max_log_bytes: starts[k] as u64 + 3,
+                ..Limits::default()
+            };
+            let mut f = File::open(&path).unwrap();
+            let e = scan_plain(&mut f, "LOG", &path, 0, usize::MAX, &limits).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains(&format!("(starting at byte {})", starts[k])),
+                "line {k}: {e}"
+            );
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn skipping_keeps_plain_chunks_that_name_a_message() {
+        let lines = [
+            header_line(),
+            event("turn/start", 0, r#"{"turn":1}"#).to_json(),
+            event("assistant/chunk", 1, r#"{"turn":1,"step":1}"#).to_json(),
+            event("assistant/chunk", 2, r#"{"message":{"id":"m1"}}"#).to_json(),
+            event("assistant/chunk", 3, r#"{"m\u0065ssage":{"id":"m2"}}"#).to_json(),
+            event("assistant/chunk", 4, r#"{"text":"message"}"#).to_json(),
+            event("assistant/chunk", 5, r#"{"turn":1}"#).to_json(),
+            event("turn/end", 6, r#"{"turn":1}"#).to_json(),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let path = std::env::temp_dir().join(format!(
+            "dsh-reader-chunks-{}-{}.jsonl",
+            std::process::id(),
+            FILES.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, &text).unwrap();
+        for parallel_min in [0, usize::MAX] {
+            let scan = |skip| {
+                let mut f = File::open(&path).unwrap();
+                scan_plain(&mut f, "LOG", &path, skip, parallel_min, &Limits::default()).unwrap()
+            };
+            let full = scan(0);
+            assert_eq!(full.events.len(), 7);
+            let part = scan(5);
+            assert_eq!(part.next_seq, full.next_seq);
+            let seqs: Vec<u64> = part.events.iter().map(|e| e.seq).collect();
+            // seq 1 and 4 are left out; 2 and 3 hold a message id that a
+            // legacy tool/result could inherit.
+            assert_eq!(seqs, [0, 2, 3, 5, 6], "parallel_min {parallel_min}");
+            for e in &part.events {
+                assert_eq!(Some(e), full.events.iter().find(|f| f.seq == e.seq));
+            }
+        }
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

@@ -15,43 +15,10 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::model::json::quote;
 
-/// The effective uid of this process.
-///
-/// Read from `/proc/self/status` (Linux); elsewhere, the owner of a fresh
-/// temporary file this process creates (new files are owned by the
-/// effective uid). No `libc` call is needed either way.
+/// The effective uid of this process (`geteuid`, through rustix: no
+/// `libc` call and no `unsafe` here).
 pub fn current_uid() -> Result<u32> {
-    if let Ok(status) = fs::read_to_string("/proc/self/status") {
-        for line in status.lines() {
-            if let Some(rest) = line.strip_prefix("Uid:") {
-                // real, effective, saved, filesystem
-                if let Some(euid) = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok()) {
-                    return Ok(euid);
-                }
-            }
-        }
-    }
-    let probe = std::env::temp_dir().join(format!(
-        ".dsh-persist-uid-probe-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&probe)
-        .map_err(|e| Error::io("cannot determine the current user id", e))?;
-    let uid = file
-        .metadata()
-        .map_err(|e| Error::io("cannot determine the current user id", e))?
-        .uid();
-    drop(file);
-    let _ = fs::remove_file(&probe);
-    Ok(uid)
+    Ok(rustix::process::geteuid().as_raw())
 }
 
 /// The directory holding `path` (`.` for a bare file name).

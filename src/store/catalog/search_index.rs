@@ -12,7 +12,6 @@
 //! renamed, never fsynced (losing it costs a re-index).
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -21,6 +20,8 @@ use parking_lot::Mutex;
 
 use super::text::Role;
 use crate::backend::Revision;
+use crate::model::binary::{Input, put_str, put_u64};
+use crate::store::cache_files;
 
 /// One piece of message text.
 #[derive(Clone, Debug)]
@@ -47,7 +48,9 @@ impl Doc {
 /// The texts of one session at one revision.
 pub type Docs = Arc<Vec<Doc>>;
 
-const MAGIC: &[u8] = b"dsh-persist search index 1\n";
+// 2: strings with u64 lengths (the cache files' one byte form); a file of
+// version 1 is a miss and is rebuilt.
+const MAGIC: &[u8] = b"dsh-persist search index 2\n";
 
 /// The in-memory cache bound (text bytes).
 const MEMORY_BYTES: usize = 512 << 20;
@@ -88,41 +91,7 @@ pub fn memory_put(revision: &Revision, docs: &Docs) {
 
 /// The index file of `id` under `dir` (`dir/search/<hash>.idx`).
 pub fn file_of(dir: &Path, id: &str) -> PathBuf {
-    // FNV-1a, 64 bits: a stable name; the id inside the file is checked.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in id.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    dir.join("search").join(format!("{h:016x}.idx"))
-}
-
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
-}
-
-struct Input<'a>(&'a [u8]);
-
-impl<'a> Input<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Some(a)
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn str(&mut self) -> Option<&'a str> {
-        let n = self.u32()? as usize;
-        std::str::from_utf8(self.take(n)?).ok()
-    }
+    cache_files::file_of(dir, "search", id, "idx")
 }
 
 /// Reads the index file of `id` when it holds `revision`.
@@ -132,11 +101,11 @@ pub fn load(dir: &Path, id: &str, revision: &Revision) -> Option<Docs> {
     if inp.str()? != id || inp.str()? != revision.0 {
         return None;
     }
-    let n = inp.u64()? as usize;
+    let n = usize::try_from(inp.u64()?).ok()?;
     let mut docs = Vec::with_capacity(n.min(1 << 20));
     for _ in 0..n {
         let seq = inp.u64()?;
-        let role = Role::from_code(*inp.take(1)?.first()?)?;
+        let role = Role::from_code(inp.u8()?)?;
         docs.push(Doc::new(seq, role, inp.str()?.to_string()));
     }
     Some(Arc::new(docs))
@@ -145,30 +114,15 @@ pub fn load(dir: &Path, id: &str, revision: &Revision) -> Option<Docs> {
 /// Writes the index file of `id` (best effort: a cache that cannot be
 /// written is rebuilt next time).
 pub fn save(dir: &Path, id: &str, revision: &Revision, docs: &[Doc]) {
-    let path = file_of(dir, id);
-    let Some(parent) = path.parent() else { return };
-    if std::fs::create_dir_all(parent).is_err() {
-        return;
-    }
     let mut out = Vec::with_capacity(docs_bytes(docs) / 2 + 64);
     out.extend_from_slice(MAGIC);
     put_str(&mut out, id);
     put_str(&mut out, &revision.0);
-    out.extend_from_slice(&(docs.len() as u64).to_le_bytes());
+    put_u64(&mut out, docs.len() as u64);
     for d in docs {
-        out.extend_from_slice(&d.seq.to_le_bytes());
+        put_u64(&mut out, d.seq);
         out.push(d.role.code());
         put_str(&mut out, &d.text);
     }
-    let tmp = parent.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("idx"),
-        std::process::id()
-    ));
-    let ok = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(&out))
-        .and_then(|()| std::fs::rename(&tmp, &path));
-    if ok.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
+    cache_files::write_private(&file_of(dir, id), &out);
 }
