@@ -177,7 +177,7 @@ fn pack_then_expand_is_identity() {
                 if ta != tb {
                     // Only a reordered delta may differ, and only in order.
                     assert!(
-                        b.event_type == "assistant/chunk"
+                        b.event_type() == "assistant/chunk"
                             && dsh_persist::model::fields::json_equal(&ta, &tb),
                         "round {round}: {ta} vs {tb}"
                     );

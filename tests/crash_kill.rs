@@ -151,7 +151,7 @@ fn turn_steps(t: u64) -> Vec<Step> {
 fn first_turn(history: &[Event]) -> u64 {
     history
         .iter()
-        .filter(|e| e.event_type == "turn/start")
+        .filter(|e| e.event_type() == "turn/start")
         .count() as u64
         + 1
 }
@@ -162,7 +162,7 @@ fn time_of(seq: u64) -> i64 {
 
 /// Whether resuming `history` appends a `session/end-seed` marker first.
 fn resume_marker(history: &[Event]) -> bool {
-    !history.is_empty() && history.last().unwrap().event_type != "session/end-seed"
+    !history.is_empty() && history.last().unwrap().event_type() != "session/end-seed"
 }
 
 /// The events a child appends after resuming (or starting, when empty)
@@ -192,7 +192,7 @@ fn expected_appends(history: &[Event], count: usize) -> Vec<Event> {
                 JsonText::from_trusted(s.data),
             );
             if s.append_op {
-                e.surface_op = Some(JsonText::from_trusted("\"append\""));
+                e.set_surface_op(Some(JsonText::from_trusted("\"append\"")));
             }
             out.push(e);
             seq += 1;

@@ -156,7 +156,7 @@ fn events_of(steps: &[(&'static str, String, bool)], first_seq: u64) -> Vec<Even
                 JsonText::from_trusted(data.as_str()),
             );
             if *op {
-                e.surface_op = Some(JsonText::from_trusted("\"append\""));
+                e.set_surface_op(Some(JsonText::from_trusted("\"append\"")));
             }
             e
         })

@@ -147,7 +147,7 @@ fn unpacked_corpus_inspect_matches_the_original() {
             let mut lines = text.lines();
             assert_eq!(lines.next().unwrap(), log.header_line);
             for (line, e) in lines.zip(&log.events) {
-                if e.event_type != "steering/message" {
+                if e.event_type() != "steering/message" {
                     assert_eq!(e.to_json(), line, "{id}: round trip");
                 }
             }
@@ -324,7 +324,7 @@ fn derived_messages_follow_compaction() {
     let surface_events = conv
         .events
         .iter()
-        .filter(|e| e.surface_op.is_some())
+        .filter(|e| e.surface_op().is_some())
         .count();
     assert_eq!(msgs.len(), surface_events, "no replaces in conv-basic");
     assert!(roles.iter().all(|r| r == "user" || r == "assistant"));

@@ -143,7 +143,7 @@ fn live_session_drives_plan_mode_and_accepts_the_narration() {
     let events = PlanSession::snapshot(&session);
     let plan: Vec<&str> = events
         .iter()
-        .filter(|e| e.event_type == "plan/mode")
+        .filter(|e| e.event_type() == "plan/mode")
         .map(|e| e.data.as_str())
         .collect();
     assert_eq!(plan, vec![r#"{"active":true}"#, r#"{"active":false}"#]);

@@ -53,7 +53,7 @@ fn fixture_replay_matches_the_fold_at_every_prefix() {
     assert_eq!(events.len(), 45);
     let plan: Vec<(u64, &str)> = events
         .iter()
-        .filter(|e| e.event_type == "plan/mode")
+        .filter(|e| e.event_type() == "plan/mode")
         .map(|e| (e.seq, e.data.as_str()))
         .collect();
     assert_eq!(

@@ -150,16 +150,14 @@ fn break_event(e: &mut Event, how: u64) {
     use dsh_persist::model::json::JsonText;
     match how {
         0 => e.seq += 1,
-        1 => e.surface_op = None,
-        2 => {
-            e.surface_op = Some(JsonText::from_trusted(
-                r#"{"op":"replace","start":1,"end":0}"#,
-            ))
-        }
-        3 => e.event_type = dsh_persist::model::event::EventType::new("future/required"),
-        4 => e.surface_op = Some(JsonText::from_trusted(r#""append""#)),
+        1 => e.set_surface_op(None),
+        2 => e.set_surface_op(Some(JsonText::from_trusted(
+            r#"{"op":"replace","start":1,"end":0}"#,
+        ))),
+        3 => e.set_event_type(dsh_persist::model::event::EventType::new("future/required")),
+        4 => e.set_surface_op(Some(JsonText::from_trusted(r#""append""#))),
         5 => e.data = JsonText::from_trusted(r#"{"turn":99,"step":1}"#),
-        _ => e.source_event_seqs = Some(JsonText::from_trusted("[0]")),
+        _ => e.set_source_event_seqs(Some(JsonText::from_trusted("[0]"))),
     }
 }
 

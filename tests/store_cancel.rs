@@ -57,7 +57,7 @@ fn stored_state(store: &Store, dir: &TempDir, id: &str) -> String {
         return format!(
             "{} events, last {:?}",
             v.events.len(),
-            v.events.last().map(|e| &e.event_type)
+            v.events.last().map(|e| e.event_type())
         );
     }
     let mut out = Vec::new();

@@ -431,7 +431,7 @@ fn salvage_copies_the_prefix_before_a_corrupt_middle_record(kind: Kind) {
     let view = store.load("rescued").unwrap();
     assert_eq!(view.events.len(), 3);
     assert_eq!(view.header.cwd.as_deref(), Some("/home/dev/project"));
-    assert_eq!(view.events[2].event_type, "turn/end");
+    assert_eq!(view.events[2].event_type(), "turn/end");
     // The source is untouched: still refused, same bytes.
     assert_eq!(source_bytes(kind, &dir), before);
     assert_eq!(
@@ -460,7 +460,7 @@ fn salvage_closes_an_open_turn(kind: Kind) {
     assert_eq!(r.stopped, None);
     let view = store.inspect("closed").unwrap();
     assert_eq!(view.events.len(), 5);
-    assert_eq!(view.events[4].event_type, "turn/end");
+    assert_eq!(view.events[4].event_type(), "turn/end");
     assert!(view.events[4].data.as_str().contains("interrupted"));
     // The source still ends in its open turn (never repaired).
     let raw = store.read_from("open", 0).unwrap();

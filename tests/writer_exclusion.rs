@@ -195,7 +195,7 @@ fn turn_json(first_seq: u64, turn: u64, tag: &str) -> String {
 fn turns_of(events: &[Event]) -> u64 {
     events
         .iter()
-        .filter(|e| e.event_type == "turn/start")
+        .filter(|e| e.event_type() == "turn/start")
         .count() as u64
 }
 
@@ -203,7 +203,7 @@ fn turns_of(events: &[Event]) -> u64 {
 fn tags_of(events: &[Event]) -> Vec<String> {
     events
         .iter()
-        .filter(|e| e.event_type == "user/message")
+        .filter(|e| e.event_type() == "user/message")
         .map(|e| {
             let v: serde_json::Value = serde_json::from_str(e.data.as_str()).unwrap();
             v["id"].as_str().unwrap_or("?").to_string()

@@ -223,9 +223,9 @@ const ENVELOPE_BOUND: u64 = 160;
 /// varint BLOB no longer than its JSON).
 pub fn record_bound(event: &Event) -> u64 {
     let texts = event.data.as_str().len()
-        + event.surface_op.as_ref().map_or(0, |t| t.as_str().len())
+        + event.surface_op().map_or(0, |t| t.as_str().len())
         + event
-            .source_event_seqs
+            .source_event_seqs()
             .as_ref()
             .map_or(0, |t| t.as_str().len());
     texts as u64 + 6 * event.type_str().len() as u64 + ENVELOPE_BOUND
@@ -295,8 +295,8 @@ mod tests {
             i64::MIN,
             JsonText::from_trusted(r#"{"x":"y"}"#),
         );
-        e.surface_op = Some(JsonText::from_trusted(r#""append""#));
-        e.source_event_seqs = Some(JsonText::from_trusted("[9007199254740991,0]"));
+        e.set_surface_op(Some(JsonText::from_trusted(r#""append""#)));
+        e.set_source_event_seqs(Some(JsonText::from_trusted("[9007199254740991,0]")));
         e.ignorable = true;
         let line = e.to_json().len() as u64;
         assert!(record_bound(&e) >= line, "{} < {line}", record_bound(&e));

@@ -101,7 +101,7 @@ fn load_workload(path: &Path, limit: Option<usize>) -> Result<Workload, Error> {
         // no closers and returns exactly the appended events.
         let end = events
             .iter()
-            .rposition(|e| e.event_type == "turn/end")
+            .rposition(|e| e.event_type() == "turn/end")
             .ok_or_else(|| {
                 Error::invalid(format!(
                     "--limit-events {}: the first {} events of {shown} hold no complete turn",
@@ -676,10 +676,10 @@ fn live_options(e: &Event) -> Result<AppendOptions, Error> {
         ignorable: e.ignorable,
         ..AppendOptions::default()
     };
-    if let Some(op) = &e.surface_op {
+    if let Some(op) = &e.surface_op() {
         o.surface_op = Some(op.as_str().to_string());
     }
-    if let Some(s) = &e.source_event_seqs {
+    if let Some(s) = &e.source_event_seqs() {
         let items = json::array_items(s.as_str())
             .map_err(|m| Error::invalid(format!("seq {} sourceEventSeqs: {m}", e.seq)))?;
         o.source_event_seqs = Some(

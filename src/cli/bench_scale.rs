@@ -53,17 +53,17 @@ impl<'a> Replay<'a> {
         if off == 0 {
             return Ok(e);
         }
-        if let Some(op) = &e.surface_op {
+        if let Some(op) = &e.surface_op() {
             let op = SurfaceOp::parse(op.as_str()).map_err(Error::invalid)?;
             if let SurfaceOp::Replace { start, end } = op {
                 let moved = SurfaceOp::Replace {
                     start: start + off,
                     end: end + off,
                 };
-                e.surface_op = Some(JsonText::from_trusted(moved.to_json()));
+                e.set_surface_op(Some(JsonText::from_trusted(moved.to_json())));
             }
         }
-        if let Some(s) = &e.source_event_seqs {
+        if let Some(s) = &e.source_event_seqs() {
             let items = json::array_items(s.as_str())
                 .map_err(|m| Error::invalid(format!("seq {} sourceEventSeqs: {m}", e.seq)))?;
             let moved: Option<Vec<String>> = items
@@ -72,7 +72,10 @@ impl<'a> Replay<'a> {
                 .collect();
             let moved =
                 moved.ok_or_else(|| Error::invalid(format!("seq {} sourceEventSeqs", e.seq)))?;
-            e.source_event_seqs = Some(JsonText::from_trusted(format!("[{}]", moved.join(","))));
+            e.set_source_event_seqs(Some(JsonText::from_trusted(format!(
+                "[{}]",
+                moved.join(",")
+            ))));
         }
         Ok(e)
     }
@@ -106,7 +109,7 @@ fn one_size(events: &[Event], n: u64, dir: &Path, progress: &Progress) -> Result
     } else {
         let end = events[..n as usize]
             .iter()
-            .rposition(|e| e.event_type == "turn/end")
+            .rposition(|e| e.event_type() == "turn/end")
             .ok_or_else(|| Error::invalid(format!("--scale-events {n}: no complete turn")))?;
         end as u64 + 1
     };

@@ -139,10 +139,10 @@ fn print_view(view: &SessionView, json: bool) {
             e.type_str(),
             e.data.as_str()
         ));
-        if let Some(op) = &e.surface_op {
+        if let Some(op) = &e.surface_op() {
             out.push_str(&format!("  surfaceOp={}", op.as_str()));
         }
-        if let Some(s) = &e.source_event_seqs {
+        if let Some(s) = &e.source_event_seqs() {
             out.push_str(&format!("  sourceEventSeqs={}", s.as_str()));
         }
         if e.ignorable {

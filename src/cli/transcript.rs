@@ -86,7 +86,7 @@ fn render_event(e: &Event, data: &Value, shown_calls: &mut HashSet<String>, out:
         )),
         "user/message" => {
             let mut label = "user".to_string();
-            if let Some(op) = &e.surface_op {
+            if let Some(op) = &e.surface_op() {
                 if op.as_str().contains("replace") {
                     label.push_str(&format!(
                         " (compaction: replaces transcript nodes {})",

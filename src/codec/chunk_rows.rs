@@ -556,7 +556,7 @@ impl Record {
 
     /// Whether this record is a `turn/end` event.
     pub fn is_turn_end(&self) -> bool {
-        matches!(self, Record::Event(e) if e.event_type == "turn/end")
+        matches!(self, Record::Event(e) if e.event_type() == "turn/end")
     }
 }
 
@@ -674,10 +674,10 @@ struct Delta<'a> {
 /// Recognizes an eligible delta (SPEC §2), requiring the exact bytes that
 /// expansion rebuilds.
 fn eligible(e: &Event) -> Option<Delta<'_>> {
-    if e.event_type != "assistant/chunk"
+    if e.event_type() != "assistant/chunk"
         || e.ignorable
-        || e.surface_op.is_some()
-        || e.source_event_seqs.is_some()
+        || e.surface_op().is_some()
+        || e.source_event_seqs().is_some()
     {
         return None;
     }

@@ -10,32 +10,37 @@ use std::sync::Arc;
 use super::json::{self, JsonText, Scanner};
 use super::vocabulary;
 
-/// An event type name. Known types are static strings (no allocation on load).
+/// An event type name. Known types are an index into the static
+/// vocabulary (no allocation on load); any other name is shared text.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct EventType(TypeRepr);
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum TypeRepr {
-    Static(&'static str),
+    /// [`vocabulary::static_index`] of the name.
+    Static(u16),
+    /// A name outside the static vocabulary (never one inside it, so the
+    /// derived equality compares names).
     Owned(Arc<str>),
 }
 
 impl EventType {
     /// Interns `name`: a known type (or a packed-row tag) costs no allocation.
     pub fn new(name: &str) -> Self {
-        match vocabulary::static_name(name) {
-            Some(s) => EventType(TypeRepr::Static(s)),
+        match vocabulary::static_index(name) {
+            Some(i) => EventType(TypeRepr::Static(i)),
             None => EventType(TypeRepr::Owned(Arc::from(name))),
         }
     }
 
-    pub const fn known(name: &'static str) -> Self {
-        EventType(TypeRepr::Static(name))
+    /// [`EventType::new`] for a name of the static vocabulary.
+    pub fn known(name: &'static str) -> Self {
+        EventType::new(name)
     }
 
     pub fn as_str(&self) -> &str {
         match &self.0 {
-            TypeRepr::Static(s) => s,
+            TypeRepr::Static(i) => vocabulary::static_by_index(*i),
             TypeRepr::Owned(s) => s,
         }
     }
@@ -178,22 +183,66 @@ impl std::fmt::Debug for KeyOrder {
 /// `surface_op` and `source_event_seqs` are kept as JSON text: a stored log may
 /// hold malformed values that `read_from` must still return verbatim; the
 /// surface rules ([`super::surface`]) parse them where they apply.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Laid out for a loaded log of millions (issue 16): the type is a
+/// vocabulary index, and the fields most events lack (the surface fields, a
+/// type name outside the vocabulary, an invalid envelope) sit behind one
+/// optional box; a unit test holds the size at 64 bytes.
+#[derive(Clone, PartialEq)]
 pub struct Event {
-    pub event_type: EventType,
+    pub data: JsonText,
     pub seq: u64,
     pub time: i64,
-    pub data: JsonText,
-    pub source_event_seqs: Option<JsonText>,
-    pub surface_op: Option<JsonText>,
+    /// `None` when every field of [`Extras`] is empty (kept so by the
+    /// setters, so the derived equality compares fields).
+    extras: Option<Box<Extras>>,
+    /// [`vocabulary::static_index`] of the type, or [`OWNED_TYPE`] (the name
+    /// is [`Extras::owned_type`]).
+    type_code: u16,
     pub ignorable: bool,
     pub key_order: KeyOrder,
+}
+
+/// `Event::type_code` of a type outside the static vocabulary.
+const OWNED_TYPE: u16 = u16::MAX;
+
+/// The rarely present parts of an [`Event`].
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Extras {
+    owned_type: Option<Arc<str>>,
+    source_event_seqs: Option<JsonText>,
+    surface_op: Option<JsonText>,
     /// Set on a stored record that parses as a JSON object with a valid
     /// `seq` but breaks another envelope rule (SPEC §1.8): the original's
     /// scan keeps such a record (`read_from` returns it verbatim) and only
     /// turning the log into a session refuses it. `None` for every valid
     /// event.
-    pub invalid: Option<Arc<InvalidEnvelope>>,
+    invalid: Option<Arc<InvalidEnvelope>>,
+}
+
+impl Extras {
+    fn is_empty(&self) -> bool {
+        self.owned_type.is_none()
+            && self.source_event_seqs.is_none()
+            && self.surface_op.is_none()
+            && self.invalid.is_none()
+    }
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("event_type", &self.type_str())
+            .field("seq", &self.seq)
+            .field("time", &self.time)
+            .field("data", &self.data)
+            .field("source_event_seqs", &self.source_event_seqs())
+            .field("surface_op", &self.surface_op())
+            .field("ignorable", &self.ignorable)
+            .field("key_order", &self.key_order)
+            .field("invalid", &self.invalid())
+            .finish()
+    }
 }
 
 /// A stored record kept despite an invalid envelope: its text, written back
@@ -225,26 +274,100 @@ impl std::fmt::Display for EnvelopeError {
 impl Event {
     /// A new event in live key order.
     pub fn new(event_type: EventType, seq: u64, time: i64, data: JsonText) -> Self {
-        Event {
-            event_type,
+        let mut e = Event {
+            data,
             seq,
             time,
-            data,
-            source_event_seqs: None,
-            surface_op: None,
+            extras: None,
+            type_code: OWNED_TYPE,
             ignorable: false,
             key_order: KeyOrder::LIVE,
-            invalid: None,
-        }
+        };
+        e.set_event_type(event_type);
+        e
     }
 
     /// Whether this is a stored record kept with an invalid envelope.
     pub fn is_invalid_envelope(&self) -> bool {
-        self.invalid.is_some()
+        self.invalid().is_some()
     }
 
     pub fn type_str(&self) -> &str {
-        self.event_type.as_str()
+        if self.type_code == OWNED_TYPE {
+            match &self.extras {
+                Some(x) => x.owned_type.as_deref().unwrap_or_default(),
+                None => "",
+            }
+        } else {
+            vocabulary::static_by_index(self.type_code)
+        }
+    }
+
+    /// The event's type (a known type costs no allocation).
+    pub fn event_type(&self) -> EventType {
+        if self.type_code == OWNED_TYPE {
+            EventType::new(self.type_str())
+        } else {
+            EventType(TypeRepr::Static(self.type_code))
+        }
+    }
+
+    pub fn set_event_type(&mut self, event_type: EventType) {
+        match event_type.0 {
+            TypeRepr::Static(i) => {
+                self.type_code = i;
+                self.edit_extras(|x| x.owned_type = None);
+            }
+            TypeRepr::Owned(name) => {
+                self.type_code = OWNED_TYPE;
+                self.edit_extras(|x| x.owned_type = Some(name));
+            }
+        }
+    }
+
+    pub fn source_event_seqs(&self) -> Option<&JsonText> {
+        self.extras.as_ref()?.source_event_seqs.as_ref()
+    }
+
+    pub fn set_source_event_seqs(&mut self, v: Option<JsonText>) {
+        self.edit_extras(|x| x.source_event_seqs = v);
+    }
+
+    pub fn surface_op(&self) -> Option<&JsonText> {
+        self.extras.as_ref()?.surface_op.as_ref()
+    }
+
+    pub fn set_surface_op(&mut self, v: Option<JsonText>) {
+        self.edit_extras(|x| x.surface_op = v);
+    }
+
+    /// The verbatim record and the rule it breaks, for a stored record kept
+    /// with an invalid envelope (see [`Event::parse_stored`]).
+    pub fn invalid(&self) -> Option<&Arc<InvalidEnvelope>> {
+        self.extras.as_ref()?.invalid.as_ref()
+    }
+
+    fn set_invalid(&mut self, v: Option<Arc<InvalidEnvelope>>) {
+        self.edit_extras(|x| x.invalid = v);
+    }
+
+    /// Changes the extras, keeping `extras` `None` when they are all empty.
+    fn edit_extras(&mut self, f: impl FnOnce(&mut Extras)) {
+        match &mut self.extras {
+            Some(x) => {
+                f(x);
+                if x.is_empty() {
+                    self.extras = None;
+                }
+            }
+            None => {
+                let mut x = Extras::default();
+                f(&mut x);
+                if !x.is_empty() {
+                    self.extras = Some(Box::new(x));
+                }
+            }
+        }
     }
 
     /// Parses an event envelope from JSON object text, checking the envelope
@@ -393,17 +516,19 @@ impl<'a> RawEnvelope<'a> {
 
     /// The event, its values copied out of the text.
     pub fn to_event(&self) -> Event {
-        Event {
-            event_type: EventType::new(&self.event_type.decode()),
-            seq: self.seq,
-            time: self.time,
-            data: JsonText::from_trusted(self.data),
-            source_event_seqs: self.source_event_seqs.map(JsonText::from_trusted),
-            surface_op: self.surface_op.map(JsonText::from_trusted),
-            ignorable: self.ignorable,
-            key_order: self.key_order,
-            invalid: None,
+        let mut e = Event::new(
+            EventType::new(&self.event_type.decode()),
+            self.seq,
+            self.time,
+            JsonText::from_trusted(self.data),
+        );
+        e.ignorable = self.ignorable;
+        e.key_order = self.key_order;
+        if self.source_event_seqs.is_some() || self.surface_op.is_some() {
+            e.set_source_event_seqs(self.source_event_seqs.map(JsonText::from_trusted));
+            e.set_surface_op(self.surface_op.map(JsonText::from_trusted));
         }
+        e
     }
 }
 
@@ -435,13 +560,13 @@ impl Event {
                     get("time").and_then(json::as_safe_int).unwrap_or(0),
                     JsonText::from_trusted(get("data").unwrap_or("null")),
                 );
-                e.surface_op = get("surfaceOp").map(JsonText::from_trusted);
-                e.source_event_seqs = get("sourceEventSeqs").map(JsonText::from_trusted);
+                e.set_surface_op(get("surfaceOp").map(JsonText::from_trusted));
+                e.set_source_event_seqs(get("sourceEventSeqs").map(JsonText::from_trusted));
                 e.ignorable = get("ignorable").is_some_and(json::is_true);
-                e.invalid = Some(Arc::new(InvalidEnvelope {
+                e.set_invalid(Some(Arc::new(InvalidEnvelope {
                     text: text.trim().into(),
                     problem,
-                }));
+                })));
                 Ok(e)
             }
             Err(other) => Err(other),
@@ -450,7 +575,7 @@ impl Event {
 
     /// Appends the compact JSON text of the event in its key order.
     pub fn write_json(&self, out: &mut String) {
-        if let Some(raw) = &self.invalid {
+        if let Some(raw) = self.invalid() {
             out.push_str(&raw.text);
             return;
         }
@@ -458,8 +583,8 @@ impl Event {
         let mut first = true;
         for &k in self.key_order.keys() {
             let present = match k {
-                Key::SourceEventSeqs => self.source_event_seqs.is_some(),
-                Key::SurfaceOp => self.surface_op.is_some(),
+                Key::SourceEventSeqs => self.source_event_seqs().is_some(),
+                Key::SurfaceOp => self.surface_op().is_some(),
                 Key::Ignorable => self.ignorable,
                 _ => true,
             };
@@ -474,7 +599,7 @@ impl Event {
             out.push_str(k.name());
             out.push_str("\":");
             match k {
-                Key::Type => json::write_string(out, self.event_type.as_str()),
+                Key::Type => json::write_string(out, self.type_str()),
                 Key::Seq => {
                     let _ = write!(out, "{}", self.seq);
                 }
@@ -483,13 +608,11 @@ impl Event {
                 }
                 Key::Data => out.push_str(self.data.as_str()),
                 Key::SourceEventSeqs => out.push_str(
-                    self.source_event_seqs
+                    self.source_event_seqs()
                         .as_ref()
                         .map_or("null", |t| t.as_str()),
                 ),
-                Key::SurfaceOp => {
-                    out.push_str(self.surface_op.as_ref().map_or("null", |t| t.as_str()))
-                }
+                Key::SurfaceOp => out.push_str(self.surface_op().map_or("null", |t| t.as_str())),
                 Key::Ignorable => out.push_str("true"),
             }
         }
@@ -540,7 +663,7 @@ mod tests {
     fn parse_keeps_text_and_order() {
         let line = r#"{"type":"user/message","seq":2,"time":5,"data":{"b":1,"a":2},"surfaceOp":"append","sourceEventSeqs":[0]}"#;
         let e = Event::parse(line).unwrap();
-        assert_eq!(e.event_type, "user/message");
+        assert_eq!(e.event_type(), "user/message");
         assert_eq!(e.seq, 2);
         assert_eq!(e.time, 5);
         assert_eq!(e.data.as_str(), r#"{"b":1,"a":2}"#);
@@ -555,8 +678,8 @@ mod tests {
             -4,
             JsonText::from_trusted("{}"),
         );
-        e.surface_op = Some(JsonText::from_trusted("\"append\""));
-        e.source_event_seqs = Some(JsonText::from_trusted("[1]"));
+        e.set_surface_op(Some(JsonText::from_trusted("\"append\"")));
+        e.set_source_event_seqs(Some(JsonText::from_trusted("[1]")));
         assert_eq!(
             e.to_json(),
             r#"{"type":"tool/result","seq":3,"time":-4,"data":{},"sourceEventSeqs":[1],"surfaceOp":"append"}"#
@@ -614,5 +737,44 @@ mod tests {
     fn type_interning() {
         assert_eq!(EventType::new("turn/start").as_str(), "turn/start");
         assert_eq!(EventType::new("future/x").as_str(), "future/x");
+        assert_eq!(EventType::new("turn/start"), EventType::known("turn/start"));
+        assert_ne!(EventType::new("future/x"), EventType::new("turn/start"));
+    }
+
+    /// A loaded log holds one `Event` per record: its size is the load's
+    /// memory floor (issue 16), so it must not grow unnoticed.
+    #[test]
+    fn event_stays_small() {
+        assert_eq!(std::mem::size_of::<Event>(), 64);
+    }
+
+    #[test]
+    fn rare_fields_round_trip_and_empty_extras_compare_equal() {
+        let plain = Event::new(
+            EventType::new("turn/start"),
+            1,
+            2,
+            JsonText::from_trusted("{}"),
+        );
+        let mut e = plain.clone();
+        e.set_event_type(EventType::new("future/x"));
+        e.set_surface_op(Some(JsonText::from_trusted("\"append\"")));
+        e.set_source_event_seqs(Some(JsonText::from_trusted("[0]")));
+        assert_eq!(e.type_str(), "future/x");
+        assert_eq!(e.event_type(), EventType::new("future/x"));
+        assert_eq!(e.surface_op().map(|t| t.as_str()), Some("\"append\""));
+        assert_eq!(e.source_event_seqs().map(|t| t.as_str()), Some("[0]"));
+        assert_ne!(e, plain);
+        e.set_event_type(EventType::new("turn/start"));
+        e.set_surface_op(None);
+        e.set_source_event_seqs(None);
+        assert_eq!(e, plain);
+        assert_eq!(e.to_json(), plain.to_json());
+        let bad = Event::parse_stored(r#"{"type":"x","seq":4,"time":1.5,"data":{}}"#).unwrap();
+        assert!(bad.is_invalid_envelope());
+        assert_eq!(
+            bad.to_json(),
+            r#"{"type":"x","seq":4,"time":1.5,"data":{}}"#
+        );
     }
 }

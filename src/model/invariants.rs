@@ -169,7 +169,7 @@ impl TurnTrace {
             }
             "tool/result" => {
                 let is_append = e
-                    .surface_op
+                    .surface_op()
                     .as_ref()
                     .is_some_and(|t| SurfaceOp::parse(t.as_str()) == Ok(SurfaceOp::Append));
                 if !is_append {

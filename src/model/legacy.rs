@@ -105,7 +105,7 @@ pub fn convert_event(
         "steering/message" => {
             let text = convert_steering(session_id, e.seq, e.data.as_str())
                 .ok_or_else(|| malformed("steering/message"))?;
-            e.event_type = EventType::known("user/message");
+            e.set_event_type(EventType::known("user/message"));
             e.data = JsonText::from_trusted(text);
         }
         _ => {}
@@ -390,7 +390,7 @@ fn convert_assistant(session_id: &str, seq: u64, data: &str) -> Option<String> {
 /// `None` when it is not one; `Some(None)` when `start` is a number that
 /// is no seq.
 fn replace_start(e: &Event) -> Option<Option<u64>> {
-    let op = e.surface_op.as_ref()?;
+    let op = e.surface_op()?;
     let f = record(op.as_str())?;
     if !fields::str_is(get(&f, "op"), "replace") {
         return None;
@@ -565,7 +565,7 @@ mod tests {
             r#"{"type":"steering/message","seq":6,"time":0,"data":{"turn":1,"content":[{"type":"text","text":"steer!"}],"source":{"kind":"user"}},"surfaceOp":"append"}"#,
         )
         .unwrap();
-        assert_eq!(e.event_type, "user/message");
+        assert_eq!(e.event_type(), "user/message");
         assert_eq!(
             e.data.as_str(),
             r#"{"content":[{"type":"text","text":"steer!"}],"source":{"kind":"user"},"id":"legacy-message:s:6","role":"user"}"#
@@ -574,7 +574,7 @@ mod tests {
             r#"{"type":"steering/message","seq":6,"time":0,"data":{"turn":1,"message":{"id":"m","role":"user"}}}"#,
         )
         .unwrap();
-        assert_eq!(e.event_type, "user/message");
+        assert_eq!(e.event_type(), "user/message");
         assert_eq!(e.data.as_str(), r#"{"id":"m","role":"user"}"#);
         // Any other shape is malformed (B 12).
         for bad in [

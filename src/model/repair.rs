@@ -38,11 +38,11 @@ struct Pending {
 pub fn closers(events: &[Event]) -> Vec<Event> {
     let Some(start) = events
         .iter()
-        .rposition(|e| e.event_type == "turn/start" || e.event_type == "turn/end")
+        .rposition(|e| e.event_type() == "turn/start" || e.event_type() == "turn/end")
     else {
         return Vec::new();
     };
-    if events[start].event_type == "turn/end" {
+    if events[start].event_type() == "turn/end" {
         return Vec::new();
     }
     let turn = raw_field(&events[start], "turn");
@@ -178,8 +178,8 @@ fn tool_result_closer(seq: u64, time: i64, turn: &str, p: &Pending) -> Event {
     data.push_str(code);
     data.push_str("\"}}");
     let mut e = closer(EventType::known("tool/result"), seq, time, data);
-    e.surface_op = Some(JsonText::from_trusted("\"append\""));
-    e.source_event_seqs = p.call_seq.map(|s| JsonText::from_trusted(format!("[{s}]")));
+    e.set_surface_op(Some(JsonText::from_trusted("\"append\"")));
+    e.set_source_event_seqs(p.call_seq.map(|s| JsonText::from_trusted(format!("[{s}]"))));
     e
 }
 
@@ -248,8 +248,8 @@ mod tests {
         assert_eq!(c.len(), 3, "{l:?}");
         assert!(l[0].contains(r#""id":"interrupted-tool-result-c1-4""#));
         assert!(l[0].contains("TOOL_NOT_STARTED"));
-        assert_eq!(c[1].event_type, "step/end");
-        assert_eq!(c[2].event_type, "turn/end");
+        assert_eq!(c[1].event_type(), "step/end");
+        assert_eq!(c[2].event_type(), "turn/end");
     }
 
     #[test]

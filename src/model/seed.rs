@@ -42,8 +42,8 @@ pub fn fork_prefix_len(events: &[Event], boundary: Option<i64>) -> Result<usize>
     let last_boundary = events[..=b]
         .iter()
         .rev()
-        .find(|e| e.event_type == "turn/start" || e.event_type == "turn/end");
-    if let Some(e) = last_boundary.filter(|e| e.event_type == "turn/start") {
+        .find(|e| e.event_type() == "turn/start" || e.event_type() == "turn/end");
+    if let Some(e) = last_boundary.filter(|e| e.event_type() == "turn/start") {
         return Err(Error::invalid_code(
             "OPEN_TURN",
             format!(
@@ -58,7 +58,7 @@ pub fn fork_prefix_len(events: &[Event], boundary: Option<i64>) -> Result<usize>
 /// Whether a session created from `seed` needs a `session/end-seed` marker
 /// appended: always, unless the seed already ends with one.
 pub fn needs_end_seed_marker(seed: &[Event]) -> bool {
-    seed.last().is_none_or(|e| e.event_type != END_SEED)
+    seed.last().is_none_or(|e| e.event_type() != END_SEED)
 }
 
 /// The `session/end-seed {}` marker event at `seq`.

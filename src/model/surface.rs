@@ -256,7 +256,7 @@ impl SurfaceState {
         let name = event.type_str();
         let kind = NodeKind::of(name);
         let Some(kind) = kind else {
-            if event.surface_op.is_some() || event.source_event_seqs.is_some() {
+            if event.surface_op().is_some() || event.source_event_seqs().is_some() {
                 return Err(format!(
                     "session event {} is not surface-eligible and must not carry a surfaceOp marker or sourceEventSeqs",
                     json::quote(name)
@@ -265,7 +265,7 @@ impl SurfaceState {
             return Ok(SurfaceUndo(Step::Nothing));
         };
         debug_assert!(is_surface_type(name));
-        let Some(op_text) = &event.surface_op else {
+        let Some(op_text) = event.surface_op() else {
             return Err(format!(
                 "session event {} is surface-eligible and requires a surfaceOp marker",
                 json::quote(name)
@@ -279,7 +279,7 @@ impl SurfaceState {
             )
         };
         let op = SurfaceOp::parse(op_text.as_str()).map_err(ctx)?;
-        let sources = match &event.source_event_seqs {
+        let sources = match event.source_event_seqs() {
             Some(t) => {
                 let v = parse_source_event_seqs(t.as_str(), event.seq).map_err(ctx)?;
                 if v.is_empty() && kind != NodeKind::Assistant {
@@ -465,7 +465,7 @@ fn same_blocks_except_content(old: &str, new: &str) -> bool {
 pub fn derive_messages(events: &[Event]) -> Vec<JsonText> {
     let mut st = SurfaceState::new();
     for e in events {
-        if e.surface_op.is_some() || e.source_event_seqs.is_some() {
+        if e.surface_op().is_some() || e.source_event_seqs().is_some() {
             let _ = st.apply(e);
         }
     }

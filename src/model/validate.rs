@@ -291,7 +291,7 @@ fn session_rules_undoable(
         ));
     }
     let mut undo = None;
-    if e.type_str() != CHUNK || e.surface_op.is_some() || e.source_event_seqs.is_some() {
+    if e.type_str() != CHUNK || e.surface_op().is_some() || e.source_event_seqs().is_some() {
         undo = Some(
             surface
                 .apply_undoable(e)

@@ -82,14 +82,35 @@ pub fn is_surface_type(name: &str) -> bool {
 
 /// The static copy of `name` when it is a known type or another fixed name.
 pub fn static_name(name: &str) -> Option<&'static str> {
+    static_index(name).map(static_by_index)
+}
+
+/// [`static_index`] of `assistant/chunk`.
+const ASSISTANT_CHUNK: u16 = 5;
+
+/// The index of `name` among the fixed names (the known types, then the
+/// other static names): an event keeps its type as this index.
+pub fn static_index(name: &str) -> Option<u16> {
     // Most records of a log are chunks.
     if name == "assistant/chunk" {
-        return Some("assistant/chunk");
+        return Some(ASSISTANT_CHUNK);
     }
     if let Ok(i) = KNOWN_SESSION_EVENT_TYPES.binary_search(&name) {
-        return Some(KNOWN_SESSION_EVENT_TYPES[i]);
+        return Some(i as u16);
     }
-    OTHER_STATIC.iter().copied().find(|s| *s == name)
+    OTHER_STATIC
+        .iter()
+        .position(|s| *s == name)
+        .map(|i| (KNOWN_SESSION_EVENT_TYPES.len() + i) as u16)
+}
+
+/// The fixed name at `index` (from [`static_index`]).
+pub fn static_by_index(index: u16) -> &'static str {
+    let i = index as usize;
+    match KNOWN_SESSION_EVENT_TYPES.get(i) {
+        Some(s) => s,
+        None => OTHER_STATIC[i - KNOWN_SESSION_EVENT_TYPES.len()],
+    }
 }
 
 /// The set of types a store accepts: the built-in vocabulary plus the host's
@@ -140,6 +161,10 @@ mod tests {
         assert!(!is_known("steering/message"));
         assert_eq!(static_name("text-chunks"), Some("text-chunks"));
         assert_eq!(static_name("nope"), None);
+        assert_eq!(static_by_index(ASSISTANT_CHUNK), "assistant/chunk");
+        for name in KNOWN_SESSION_EVENT_TYPES.iter().chain(&OTHER_STATIC) {
+            assert_eq!(static_index(name).map(static_by_index), Some(*name));
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ pub fn fold_plan_mode(events: &[Event], end: Option<usize>) -> bool {
     events[..end]
         .iter()
         .rev()
-        .find(|e| e.event_type == "plan/mode")
+        .find(|e| e.event_type() == "plan/mode")
         .is_some_and(|e| e.data_field("active").is_some_and(json::is_true))
 }
 
@@ -21,6 +21,6 @@ pub fn fold_plan_mode(events: &[Event], end: Option<usize>) -> bool {
 pub fn plan_mode_at_last_header(events: &[Event]) -> Option<bool> {
     let last = events
         .iter()
-        .rposition(|e| e.event_type == "request/header")?;
+        .rposition(|e| e.event_type() == "request/header")?;
     Some(fold_plan_mode(events, Some(last + 1)))
 }

@@ -360,16 +360,16 @@ impl Store {
             let mut e = Event::parse(item)
                 .map_err(|m| Error::invalid(format!("event at index {i}: {m}")))?;
             e.data = check_lossless(e.type_str(), e.data.as_str())?;
-            if let Some(op) = &e.surface_op {
-                e.surface_op =
-                    Some(json::JsonText::canonical(op.as_str()).map_err(|m| {
-                        Error::invalid(format!("event at index {i} surfaceOp: {m}"))
-                    })?);
+            if let Some(op) = e.surface_op() {
+                let op = json::JsonText::canonical(op.as_str())
+                    .map_err(|m| Error::invalid(format!("event at index {i} surfaceOp: {m}")))?;
+                e.set_surface_op(Some(op));
             }
-            if let Some(s) = &e.source_event_seqs {
-                e.source_event_seqs = Some(json::JsonText::canonical(s.as_str()).map_err(|m| {
+            if let Some(s) = e.source_event_seqs() {
+                let s = json::JsonText::canonical(s.as_str()).map_err(|m| {
                     Error::invalid(format!("event at index {i} sourceEventSeqs: {m}"))
-                })?);
+                })?;
+                e.set_source_event_seqs(Some(s));
             }
             events.push(e);
         }
@@ -1247,8 +1247,8 @@ impl Store {
 /// whose conversion (SPEC §1.9 rule 4) needs the shadowed message.
 fn needs_history_for_legacy(events: &[Event]) -> bool {
     events.iter().any(|e| {
-        e.event_type == "tool/result"
-            && e.surface_op
+        e.event_type() == "tool/result"
+            && e.surface_op()
                 .as_ref()
                 .is_some_and(|op| op.as_str().contains("replace"))
             && e.data_field("message").is_none()

@@ -299,7 +299,7 @@ impl LiveSession {
         let time = (self.inner.shared.clock)();
         let mut event = Event::new(EventType::new(event_type), seq, time, data);
         if let Some(op) = &options.surface_op {
-            event.surface_op = Some(JsonText::from_trusted(op.as_str()));
+            event.set_surface_op(Some(JsonText::from_trusted(op.as_str())));
         }
         if let Some(seqs) = &options.source_event_seqs {
             let text = format!(
@@ -309,7 +309,7 @@ impl LiveSession {
                     .collect::<Vec<_>>()
                     .join(",")
             );
-            event.source_event_seqs = Some(JsonText::from_trusted(text));
+            event.set_source_event_seqs(Some(JsonText::from_trusted(text)));
         }
         event.ignorable = options.ignorable;
         // What a reader would refuse, or the writer (the log's size), is

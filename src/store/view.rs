@@ -75,6 +75,6 @@ pub fn has_open_turn(events: &[Event]) -> bool {
     events
         .iter()
         .rev()
-        .find(|e| e.event_type == "turn/start" || e.event_type == "turn/end")
-        .is_some_and(|e| e.event_type == "turn/start")
+        .find(|e| e.event_type() == "turn/start" || e.event_type() == "turn/end")
+        .is_some_and(|e| e.event_type() == "turn/start")
 }

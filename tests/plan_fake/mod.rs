@@ -71,7 +71,7 @@ impl FakeSession {
         self.events
             .lock()
             .iter()
-            .filter(|e| e.event_type == event_type)
+            .filter(|e| e.event_type() == event_type)
             .count()
     }
 
@@ -84,7 +84,7 @@ impl FakeSession {
         self.events
             .lock()
             .iter()
-            .filter(|e| e.event_type == "plan/mode")
+            .filter(|e| e.event_type() == "plan/mode")
             .map(|e| e.data.as_str() == "{\"active\":true}")
             .collect()
     }
@@ -102,9 +102,9 @@ impl PlanSession for FakeSession {
     fn has_open_turn(&self) -> bool {
         let mut open = false;
         for e in self.events.lock().iter() {
-            if e.event_type == "turn/start" {
+            if e.event_type() == "turn/start" {
                 open = true;
-            } else if e.event_type == "turn/end" {
+            } else if e.event_type() == "turn/end" {
                 open = false;
             }
         }

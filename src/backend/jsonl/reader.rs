@@ -566,9 +566,28 @@ impl<'a> Rules<'a> {
         if self.events.is_empty() {
             self.events = part.events;
         } else {
-            self.events.append(&mut part.events);
+            append_releasing(&mut self.events, part.events);
         }
         Ok(())
+    }
+}
+
+/// Appends `tail` to `events`, giving `tail`'s memory back as its events
+/// move, so the second half of a parallel read does not exist twice at the
+/// peak of a load (issue 16): `tail` is reversed in place, then moved from
+/// its end in steps, shrinking it after each.
+fn append_releasing(events: &mut Vec<Event>, mut tail: Vec<Event>) {
+    const STEP: usize = 1 << 14;
+    if tail.len() <= STEP {
+        events.append(&mut tail);
+        return;
+    }
+    events.reserve_exact(tail.len());
+    tail.reverse();
+    while !tail.is_empty() {
+        let from = tail.len().saturating_sub(STEP);
+        events.extend(tail.drain(from..).rev());
+        tail.shrink_to_fit();
     }
 }
 
@@ -1339,6 +1358,16 @@ mod tests {
         .unwrap()
     }
 
+    #[test]
+    fn append_releasing_keeps_order() {
+        for (a, b) in [(0, 3), (2, 5), (3, (1 << 14) * 3 + 7), (1, 1 << 14)] {
+            let all: Vec<Event> = (0..a + b).map(|s| event("step/end", s, "{}")).collect();
+            let mut events = all[..a as usize].to_vec();
+            append_releasing(&mut events, all[a as usize..].to_vec());
+            assert!(events == all, "{a} + {b}");
+        }
+    }
+
     /// Batches of record lines: each a turn with a run of packed chunks.
     fn batches(turns: u64) -> Vec<Vec<String>> {
         let mut seq = 0;
@@ -1621,7 +1650,7 @@ mod tests {
                 let want: Vec<&Event> = full
                     .events
                     .iter()
-                    .filter(|e| e.seq >= k || e.event_type != "assistant/chunk")
+                    .filter(|e| e.seq >= k || e.event_type() != "assistant/chunk")
                     .collect();
                 let got: Vec<&Event> = part.events.iter().collect();
                 assert_eq!(got, want, "skip {k}, zstd {zstd}");

@@ -81,12 +81,12 @@ pub fn check_append_target(
 /// Whether two events are the same stored record (a row store keeps no
 /// envelope key order, so that is not compared).
 pub fn same_event(a: &Event, b: &Event) -> bool {
-    a.event_type == b.event_type
+    a.event_type() == b.event_type()
         && a.seq == b.seq
         && a.time == b.time
         && a.data == b.data
-        && a.surface_op == b.surface_op
-        && a.source_event_seqs == b.source_event_seqs
+        && a.surface_op() == b.surface_op()
+        && a.source_event_seqs() == b.source_event_seqs()
         && a.ignorable == b.ignorable
 }
 

@@ -287,7 +287,7 @@ pub fn encode_record(record: &Record) -> Result<EncodedRow, String> {
             ignorable: Some(PACKED_MARKER),
         }),
         Record::Event(e) => {
-            let source_event_seqs = match &e.source_event_seqs {
+            let source_event_seqs = match e.source_event_seqs() {
                 None => None,
                 Some(text) => Some(varint::encode(&parse_seqs(text.as_str()).ok_or_else(
                     || {
@@ -308,7 +308,7 @@ pub fn encode_record(record: &Record) -> Result<EncodedRow, String> {
                 time: e.time,
                 data: encode_data(e.data.as_str()),
                 source_event_seqs,
-                surface_op: e.surface_op.as_ref().map(|t| t.as_str().to_string()),
+                surface_op: e.surface_op().map(|t| t.as_str().to_string()),
                 ignorable: e.ignorable.then_some(1),
             })
         }
@@ -473,17 +473,11 @@ pub fn decode_row_bounded(row: &StoredRow, bounds: &RowBounds<'_>) -> Result<Rec
         Value::Text(t) => Some(json_text(t, "surface_op").map_err(invalid)?),
         _ => return Err(invalid("surface_op is not TEXT".into())),
     };
-    Ok(Record::Event(Event {
-        event_type: EventType::new(type_name),
-        seq,
-        time,
-        data,
-        source_event_seqs,
-        surface_op,
-        ignorable,
-        key_order: KeyOrder::LIVE,
-        invalid: None,
-    }))
+    let mut e = Event::new(EventType::new(type_name), seq, time, data);
+    e.set_source_event_seqs(source_event_seqs);
+    e.set_surface_op(surface_op);
+    e.ignorable = ignorable;
+    Ok(Record::Event(e))
 }
 
 /// Gives events just written as rows the envelope a read of those rows
