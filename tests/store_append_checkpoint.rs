@@ -55,6 +55,7 @@ fn checkpoint_of(store: &Store, id: &str) -> Option<append_checkpoint::Checkpoin
         id,
         &rev,
         &append_checkpoint::rules_key(store.config()),
+        store.config().backend.limits().max_log_bytes,
     )
 }
 

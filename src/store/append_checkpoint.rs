@@ -36,7 +36,7 @@ use crate::store::cache_files;
 use crate::store::config::StoreConfig;
 
 const MAGIC: &str = concat!(
-    "dsh-persist append checkpoint 1 ",
+    "dsh-persist append checkpoint 2 ",
     env!("CARGO_PKG_VERSION"),
     "\n"
 );
@@ -138,16 +138,38 @@ pub fn decode(bytes: &[u8], id: &str, revision: &Revision, rules_key: &str) -> O
     })
 }
 
-/// The checkpoint of `id` in `dir` when it describes `revision`.
-pub fn load(dir: &Path, id: &str, revision: &Revision, rules_key: &str) -> Option<Checkpoint> {
-    let bytes = std::fs::read(file_of(dir, id)).ok()?;
+/// The checkpoint of `id` in `dir` when it describes `revision`. The file
+/// is the zstd frame of [`encode`]'s bytes (the surface texts compress well;
+/// uncompressed the file was about as large as a zstd log); `max_bytes`
+/// bounds its decoded size (the store's `maxLogBytes`: the state holds less
+/// text than the log).
+pub fn load(
+    dir: &Path,
+    id: &str,
+    revision: &Revision,
+    rules_key: &str,
+    max_bytes: u64,
+) -> Option<Checkpoint> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(file_of(dir, id)).ok()?;
+    let mut bytes = Vec::new();
+    zstd::stream::read::Decoder::new(file)
+        .ok()?
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.len() as u64 > max_bytes {
+        return None;
+    }
     decode(&bytes, id, revision, rules_key)
 }
 
 /// Writes the checkpoint of `id` (best effort: one that cannot be written
 /// costs the next fresh process one full read).
 pub fn save(dir: &Path, id: &str, rules_key: &str, c: &Checkpoint) {
-    cache_files::write_private(&file_of(dir, id), &encode(id, rules_key, c));
+    if let Ok(z) = zstd::bulk::compress(&encode(id, rules_key, c), 3) {
+        cache_files::write_private(&file_of(dir, id), &z);
+    }
 }
 
 /// Removes the checkpoint of `id` (after a delete; a stale one would never

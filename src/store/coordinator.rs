@@ -609,7 +609,13 @@ impl Store {
         let Some(dir) = self.shared.backend.cache_dir() else {
             return Ok(None);
         };
-        let Some(c) = append_checkpoint::load(&dir, id, current, &self.rules_key()) else {
+        let Some(c) = append_checkpoint::load(
+            &dir,
+            id,
+            current,
+            &self.rules_key(),
+            self.shared.config.backend.limits().max_log_bytes,
+        ) else {
             return Ok(None);
         };
         self.shared
