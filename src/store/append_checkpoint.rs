@@ -220,9 +220,13 @@ mod tests {
         ));
         let c = sample();
         save(&dir, "s", "k", &c);
-        assert_eq!(load(&dir, "s", &c.revision, "k"), Some(c.clone()));
+        assert_eq!(load(&dir, "s", &c.revision, "k", 1 << 20), Some(c.clone()));
+        // Stored compressed; a decoded size over the bound is refused.
+        let plain = encode("s", "k", &c).len() as u64;
+        assert!(std::fs::metadata(file_of(&dir, "s")).unwrap().len() < plain);
+        assert!(load(&dir, "s", &c.revision, "k", plain - 1).is_none());
         remove(&dir, "s");
-        assert!(load(&dir, "s", &c.revision, "k").is_none());
+        assert!(load(&dir, "s", &c.revision, "k", 1 << 20).is_none());
         std::fs::remove_dir_all(&dir).ok();
     }
 }
