@@ -1082,14 +1082,7 @@ fn a1_16_batches() -> (Vec<Event>, Vec<Event>) {
     let mut torn: Vec<Event> = (0..6)
         .map(|i| delta_event(3 + i, &format!("piece {i} ")))
         .collect();
-    let mut noise = String::new();
-    let mut x: u64 = 0x2545F4914F6CDD1D;
-    for _ in 0..200_000 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        noise.push(char::from(b'a' + (x % 26) as u8));
-    }
+    let noise = support::incompressible_text(200_000);
     torn.push(
         Event::parse(&format!(
             r#"{{"type":"assistant/message","seq":9,"time":21,"data":{},"surfaceOp":"append"}}"#,

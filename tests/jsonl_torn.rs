@@ -56,14 +56,7 @@ fn batches(big: bool) -> Vec<Vec<Event>> {
     let b2: Vec<Event> = (0..5)
         .map(|i| next(&|s| delta(s, &format!("t{i}"))))
         .collect();
-    let mut noise = String::new();
-    let mut x: u64 = 0x2545F4914F6CDD1D;
-    for _ in 0..200_000 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        noise.push(char::from(b'a' + (x % 26) as u8));
-    }
+    let noise = support::incompressible_text(200_000);
     let mut b3: Vec<Event> = (0..4)
         .map(|i| next(&|s| delta(s, &format!("u{i}"))))
         .collect();

@@ -24,9 +24,7 @@ use dsh_persist::model::header::SessionHeader;
 use dsh_persist::model::validate::{LogState, session_view};
 use dsh_persist::model::vocabulary::Vocabulary;
 use dsh_persist::store::append_checkpoint;
-use dsh_persist::store::{
-    BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
-};
+use dsh_persist::store::{Store, StoreConfig};
 
 /// The full-read state of `id` in `store`: (revision, next seq, log bytes,
 /// header, fold), as the store builds it without a checkpoint.
@@ -59,28 +57,12 @@ fn checkpoint_of(store: &Store, id: &str) -> Option<append_checkpoint::Checkpoin
     )
 }
 
-fn root_config(case: &serde_json::Value, copy: &Path) -> StoreConfig {
-    let backend = if case["kind"] == "sqlite" {
-        BackendConfig::Sqlite(SqliteConfig::new(copy.display().to_string()))
-    } else {
-        let mut c = JsonlConfig::new(copy);
-        c.compression = if case["compression"] == "none" {
-            Compression::None
-        } else {
-            Compression::Zstd
-        };
-        c.pack_chunks = case["packChunks"].as_bool().unwrap_or(true);
-        BackendConfig::Jsonl(c)
-    };
-    StoreConfig::with_backend(backend)
-}
-
 #[test]
 fn checkpoints_equal_a_full_read_on_every_fixture_root() {
     let mut compared = 0;
     for case in support::cases()["roots"].as_array().unwrap() {
         let (_tmp, copy) = support::fixture_copy(case["path"].as_str().unwrap());
-        let config = root_config(case, &copy);
+        let config = support::case_store_config(case, &copy);
         let Ok(store) = Store::open(config.clone()) else {
             continue;
         };

@@ -10,9 +10,7 @@ mod support;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use dsh_persist::store::{
-    BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
-};
+use dsh_persist::store::Store;
 use dsh_persist::{Error, ErrorKind};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -97,20 +95,8 @@ fn run_root(name: &str) {
     let expected = support::expected(name);
     let (_tmp, copy) = support::fixture_copy(case["path"].as_str().unwrap());
     let sqlite = case["kind"] == "sqlite";
-    let backend = if sqlite {
-        BackendConfig::Sqlite(SqliteConfig::new(copy.display().to_string()))
-    } else {
-        let mut c = JsonlConfig::new(&copy);
-        c.compression = if case["compression"] == "none" {
-            Compression::None
-        } else {
-            Compression::Zstd
-        };
-        c.pack_chunks = case["packChunks"].as_bool().unwrap_or(true);
-        BackendConfig::Jsonl(c)
-    };
     let root: &Path = &copy;
-    let store = match Store::open(StoreConfig::with_backend(backend)) {
+    let store = match Store::open(support::case_store_config(&case, &copy)) {
         Ok(s) => s,
         Err(e) => {
             // The whole store is refused: every call in the dump fails alike.

@@ -181,3 +181,36 @@ pub fn parse(text: &str) -> Value {
 pub fn redact(message: &str, root: &Path) -> String {
     message.replace(&root.display().to_string(), "<ROOT>")
 }
+
+/// The store configuration a fixture root's case describes (`kind`,
+/// `compression`, `packChunks` of `cases.json`), for its copy at `copy`.
+pub fn case_store_config(case: &Value, copy: &Path) -> dsh_persist::store::StoreConfig {
+    use dsh_persist::store::{BackendConfig, Compression, JsonlConfig, SqliteConfig};
+    let backend = if case["kind"] == "sqlite" {
+        BackendConfig::Sqlite(SqliteConfig::new(copy.display().to_string()))
+    } else {
+        let mut c = JsonlConfig::new(copy);
+        c.compression = if case["compression"] == "none" {
+            Compression::None
+        } else {
+            Compression::Zstd
+        };
+        c.pack_chunks = case["packChunks"].as_bool().unwrap_or(true);
+        BackendConfig::Jsonl(c)
+    };
+    dsh_persist::store::StoreConfig::with_backend(backend)
+}
+
+/// `n` pseudo-random lowercase letters (xorshift, fixed seed): text zstd
+/// cannot shrink, for frames that must stay large.
+pub fn incompressible_text(n: usize) -> String {
+    let mut out = String::with_capacity(n);
+    let mut x: u64 = 0x2545F4914F6CDD1D;
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.push(char::from(b'a' + (x % 26) as u8));
+    }
+    out
+}
