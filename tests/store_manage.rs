@@ -564,3 +564,36 @@ each_backend!(
     salvage_closes_an_open_turn,
     import_takes_a_stored_log_and_refuses_bad_lines,
 );
+
+/// A delete that crashed between moving a session into the trash and
+/// removing it leaves a slot there; the next open of the store removes the
+/// slots of processes that no longer run and keeps those of running ones
+/// (a delete in progress), and the listing never shows either.
+#[test]
+fn jsonl_open_sweeps_what_a_crashed_delete_left_in_the_trash() {
+    let dir = TempDir::new("manage-trash");
+    let store = Kind::JsonlZstd.open(&dir);
+    stored(&store, "keep", 1, 5);
+    store.close().unwrap();
+    let trash = jsonl_root(&dir).join(".dsh-persist-trash");
+    // A process that has exited: its pid names the crashed delete's slot.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let slot = |pid: u32| {
+        let s = trash.join(format!("{pid}.gone.00000000000000aa"));
+        std::fs::create_dir_all(s.join("gone")).unwrap();
+        std::fs::write(s.join("gone").join("session.jsonl.zstd"), b"x").unwrap();
+        s
+    };
+    let crashed = slot(dead);
+    let running = slot(std::process::id());
+    let store = Kind::JsonlZstd.open(&dir);
+    assert!(
+        !crashed.exists(),
+        "the dead process's slot is swept at open"
+    );
+    assert!(running.exists(), "a running process's slot is left alone");
+    assert_eq!(ids(&store), ["keep"]);
+    store.close().unwrap();
+}

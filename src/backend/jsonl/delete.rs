@@ -8,7 +8,8 @@
 //! project directory whose entries hold no log file (the log sits one
 //! level deeper), so it sees nothing there; this store's listing skips
 //! it by name. A crash between the rename and the removal leaves the tree
-//! in the trash, where the next delete of this store removes it.
+//! in the trash, where the next open of the store (or the next delete)
+//! removes it.
 
 use std::path::{Path, PathBuf};
 
@@ -64,8 +65,19 @@ pub fn remove_session_dir(root: &Path, session_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// At open: removes what deletes interrupted by a crash left in the trash
+/// of `root` (one `stat` when there is no trash). Best effort: a store
+/// opened without write access leaves it for a later one.
+pub fn sweep_trash(root: &Path) {
+    let trash = root.join(TRASH_DIR_NAME);
+    if std::fs::symlink_metadata(&trash).is_ok_and(|m| m.is_dir()) {
+        sweep_leftovers(&trash);
+    }
+}
+
 /// Removes trees that an interrupted delete left in the trash: slots whose
-/// process (the name's first part) no longer runs. Best effort.
+/// process (the name's first part) no longer runs (a slot of a running
+/// process may be a delete in progress). Best effort.
 fn sweep_leftovers(trash: &Path) {
     let Ok(entries) = std::fs::read_dir(trash) else {
         return;

@@ -133,6 +133,7 @@ impl JsonlBackend {
         // mkdir -p, each new directory's parent fsynced (D13). The root
         // itself may be a symbolic link; links inside it are never followed.
         crate::backend::dirs::create_dir_all(&root)?;
+        delete::sweep_trash(&root);
         Ok(JsonlBackend {
             locks: LockSpace::files(root.join(LOCK_DIR_NAME)),
             root,
