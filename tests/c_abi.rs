@@ -210,6 +210,11 @@ fn c_manage() {
 }
 
 #[test]
+fn c_catalog_and_async() {
+    run_c("test_catalog_async", &[]);
+}
+
+#[test]
 fn c_session() {
     run_c("test_session", &[]);
 }
