@@ -1188,6 +1188,17 @@ fn a1_16_uncompressed_repairs_keep_the_intact_lines_as_stored() {
     }
 }
 
+/// What `dsh-persist --json verify` prints for the store at `root`.
+fn verify_json(root: &Path) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-persist"))
+        .arg("-s")
+        .arg(root)
+        .args(["--json", "verify"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The JSONL directory of an id given as UTF-16 code units, with a log
 /// holding `header_id_json` as its header's id (a store the original
 /// wrote: its create accepts such ids).
@@ -1235,13 +1246,7 @@ fn exception_2_a_lone_surrogate_id_is_listed_and_reachable() {
     assert!(e.to_string().contains("lone surrogate"), "{e}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
     // The read side of verify: every scanned session is read back by id.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-persist"))
-        .arg("-s")
-        .arg(&root)
-        .args(["--json", "verify"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = verify_json(&root);
     assert!(text.contains("\"sessions\":1"), "{text}");
     assert!(!text.contains("misplaced"), "{text}");
     assert!(
@@ -1276,13 +1281,7 @@ fn exception_2_ids_with_nul_written_by_the_original_are_listed_and_load() {
     assert_eq!(listed[0].id, "a\0b");
     assert!(listed[0].to_json().contains(r#""id":"a\u0000b""#));
     assert_eq!(store.load("a\0b").unwrap().events.len(), 2);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-persist"))
-        .arg("-s")
-        .arg(&root)
-        .args(["--json", "verify"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = verify_json(&root);
     assert!(text.contains("\"sessions\":1,\"ok\":1"), "{text}");
 
     // SQLite: the row as the original's better-sqlite3 writes it (TEXT
@@ -1308,12 +1307,6 @@ fn exception_2_ids_with_nul_written_by_the_original_are_listed_and_load() {
     assert_eq!(listed[0].id, "a\0b");
     assert_eq!(sq.load("a\0b").unwrap().events.len(), 2);
     sq.close().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-persist"))
-        .arg("-s")
-        .arg(&db)
-        .args(["--json", "verify"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = verify_json(&db);
     assert!(text.contains("\"sessions\":1,\"ok\":1"), "{text}");
 }
