@@ -747,6 +747,34 @@ impl Store {
         shield(|| self.commit_now(id, insp))
     }
 
+    /// [`Store::commit`] as the writer of `id` (its lock held): a repair
+    /// refused because the log moved since it was read is read again and
+    /// retried. Under the lock, only a write that was already in flight when
+    /// the last writer's lock went away can move it — on PostgreSQL the
+    /// advisory lock and the writes are separate connections, so a killed
+    /// writer's last transaction may commit after its lock is released.
+    fn commit_as_writer(
+        &self,
+        id: &str,
+        mut insp: Inspection,
+    ) -> Result<(SessionHeader, Vec<Event>, Revision, u64)> {
+        const ATTEMPTS: usize = 5;
+        for attempt in 1.. {
+            let read = insp.stored.revision.clone();
+            match self.commit(id, insp) {
+                Err(e @ Error::Conflict { .. }) if attempt < ATTEMPTS => {
+                    if self.shared.backend.revision(id)?.as_ref() == Some(&read) {
+                        return Err(e);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5 * attempt as u64));
+                    insp = self.take_inspection(id)?;
+                }
+                other => return other,
+            }
+        }
+        unreachable!("the loop returns by its last attempt")
+    }
+
     fn commit_now(
         &self,
         id: &str,
@@ -812,7 +840,7 @@ impl Store {
         } else {
             self.take_inspection(id)?
         };
-        let (header, events, _, _) = self.commit(id, insp)?;
+        let (header, events, _, _) = self.commit_as_writer(id, insp)?;
         drop(writer);
         Ok(SessionView { header, events })
     }
@@ -1023,7 +1051,7 @@ impl Store {
         }
         let writer = self.shared.backend.lock_writer(id)?;
         let insp = self.take_inspection(id)?;
-        let (header, events, revision, log_bytes) = self.commit(id, insp)?;
+        let (header, events, revision, log_bytes) = self.commit_as_writer(id, insp)?;
         self.shared.registry.lock().reserved.insert(id.to_string());
         Ok(PreparedSession {
             shared: self.shared.clone(),
