@@ -126,7 +126,7 @@ pub struct PostgresBackend {
     /// backend last saw, and the log's size count then. A store-level
     /// append checks `maxLogBytes` against it, as the SQLite backend does
     /// (`Limits::check_log_append`); an unknown size is not checked.
-    log_bytes: Mutex<std::collections::HashMap<String, (String, i64, u64)>>,
+    log_bytes: crate::backend::rows::checks::KnownLogBytes,
 }
 
 impl PostgresBackend {
@@ -433,21 +433,13 @@ impl Backend for PostgresBackend {
         }
         checks::check_contiguous(id, events)?;
         writer::check_header(header)?;
-        for e in events {
-            self.limits.check_event(e, id)?;
-        }
-        let known = match expect {
-            Expect::New => Some((
-                String::new(),
-                -1,
-                crate::backend::limits::new_log_bytes(header),
-            )),
-            Expect::At(_) => self.log_bytes.lock().get(id).cloned(),
-        };
-        let after = match &known {
-            Some((_, _, before)) => Some(self.limits.check_log_append(*before, events, id)?),
-            None => None,
-        };
+        let (known, after) = crate::backend::rows::checks::check_append_bounds(
+            &self.limits,
+            &self.log_bytes,
+            header,
+            events,
+            expect,
+        )?;
         let batch = writer::Batch::encode(id, events)?;
         let first = events[0].seq;
         let next = first + events.len() as u64;

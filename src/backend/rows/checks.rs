@@ -2,10 +2,51 @@
 //! checked under its write lock before anything changes; one set of rules
 //! and messages for SQLite and PostgreSQL.
 
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+
+use crate::backend::limits::Limits;
 use crate::backend::{Expect, StoredLog, TornTail};
 use crate::error::{Error, Result};
 use crate::model::event::Event;
+use crate::model::header::SessionHeader;
 use crate::model::json::quote;
+
+/// What a row store knows of a session's log size: (incarnation,
+/// revision, size count) from its last clean read or append of it.
+pub type KnownLogBytes = Mutex<HashMap<String, (String, i64, u64)>>;
+
+/// The write bounds of an append to a row store (`maxRecordBytes` per
+/// event, `maxLogBytes` by [`Limits::check_log_append`] when the size
+/// before it is known: a new session's, or one this store noted). Returns
+/// what was known and the size after the append.
+#[allow(clippy::type_complexity)]
+pub fn check_append_bounds(
+    limits: &Limits,
+    known: &KnownLogBytes,
+    header: &SessionHeader,
+    events: &[Event],
+    expect: Expect<'_>,
+) -> Result<(Option<(String, i64, u64)>, Option<u64>)> {
+    let id = header.id.as_str();
+    for e in events {
+        limits.check_event(e, id)?;
+    }
+    let before = match expect {
+        Expect::New => Some((
+            String::new(),
+            -1,
+            crate::backend::limits::new_log_bytes(header),
+        )),
+        Expect::At(_) => known.lock().get(id).cloned(),
+    };
+    let after = match &before {
+        Some((_, _, bytes)) => Some(limits.check_log_append(*bytes, events, id)?),
+        None => None,
+    };
+    Ok((before, after))
+}
 
 /// Checks that `events` continue each other from `events[0].seq`.
 pub fn check_contiguous(id: &str, events: &[Event]) -> Result<()> {

@@ -93,7 +93,7 @@ pub struct SqliteBackend {
     limits: Limits,
     /// The decoded size of a session's log at (incarnation, revision), from
     /// its last full read or this backend's appends (for `maxLogBytes`).
-    log_bytes: Mutex<std::collections::HashMap<String, (String, i64, u64)>>,
+    log_bytes: crate::backend::rows::checks::KnownLogBytes,
 }
 
 /// Maps a SQLite error: lock timeouts become [`Error::Busy`], a file that is
@@ -303,21 +303,13 @@ impl Backend for SqliteBackend {
         expect: Expect<'_>,
     ) -> Result<Revision> {
         let id = header.id.as_str();
-        for e in events {
-            self.limits.check_event(e, id)?;
-        }
-        let known = match expect {
-            Expect::New => Some((
-                String::new(),
-                -1,
-                crate::backend::limits::new_log_bytes(header),
-            )),
-            Expect::At(_) => self.log_bytes.lock().get(id).cloned(),
-        };
-        let after = match &known {
-            Some((_, _, before)) => Some(self.limits.check_log_append(*before, events, id)?),
-            None => None,
-        };
+        let (known, after) = crate::backend::rows::checks::check_append_bounds(
+            &self.limits,
+            &self.log_bytes,
+            header,
+            events,
+            expect,
+        )?;
         let (inc, rev, revision) = self.db.write(|c, ident| {
             let (inc, rev) = writer::append(c, &self.label, header, events, expect, &self.limits)?;
             let revision = token(ident, &inc, rev);
