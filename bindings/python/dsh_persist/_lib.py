@@ -367,11 +367,11 @@ def check_bool(value: Any, name: str) -> bool:
     return value
 
 
-def call_owned_text(fn: Any, *args: Any) -> Optional[str]:
-    """Calls ``fn(*args, &out)`` and returns the owned string (``None`` for a
-    NULL result), always releasing it with ``dsh_free``."""
+def call_owned_text(fn: Any, *args: Any, after: tuple = ()) -> Optional[str]:
+    """Calls ``fn(*args, &out, *after)`` and returns the owned string
+    (``None`` for a NULL result), always releasing it with ``dsh_free``."""
     out = c_void_p()
-    fn(*args, ctypes.byref(out))
+    fn(*args, ctypes.byref(out), *after)
     try:
         if out.value is None:
             return None

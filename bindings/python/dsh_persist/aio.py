@@ -84,15 +84,8 @@ async def _settle(fut: "asyncio.Future[T]", on_cancel: Optional[Callable[[], Non
 def _read_ex(handle: Any, fn: Any, args: tuple, token: Any) -> Optional[str]:
     """Calls ``fn(ptr, *args, &out, token, NULL)`` (an ``_ex`` read) on this
     worker thread; its errcheck reads the last error on this same thread."""
-    out = c_void_p()
     with handle._use() as ptr:
-        fn(ptr, *args, ctypes.byref(out), token, None)
-    try:
-        if out.value is None:
-            return None
-        return ctypes.string_at(out.value).decode("utf-8")
-    finally:
-        lib.dsh_free(out)
+        return _lib.call_owned_text(fn, ptr, *args, after=(token, None))
 
 
 def _handle_ex(handle: Any, fn: Any, args: tuple, token: Any, out: Any) -> None:
