@@ -99,6 +99,47 @@ impl StoredLog {
     }
 }
 
+/// Where a folding read ([`Backend::read_folding`]) hands the events it
+/// accepts, in log order, a stretch at a time.
+pub trait EventSink {
+    /// The next accepted events (the sink owns them: it judges and drops
+    /// them).
+    fn events(&mut self, events: Vec<Event>);
+    /// The read starts again from the beginning (the log changed under
+    /// it): what was handed over so far does not count.
+    fn restart(&mut self);
+}
+
+/// What a folding read ([`Backend::read_folding`]) found besides the events
+/// it handed on: [`StoredLog`] without them.
+#[derive(Clone, Debug)]
+pub struct FoldedLog {
+    pub header: SessionHeader,
+    pub revision: Revision,
+    /// How many events were handed on (the next seq).
+    pub event_count: u64,
+    /// A torn tail a repair must cut: a cold append then reads the log
+    /// again with [`Backend::read`] to adopt it.
+    pub torn: bool,
+    pub raw_log: Option<String>,
+    /// As [`StoredLog::log_bytes`].
+    pub log_bytes: u64,
+}
+
+impl FoldedLog {
+    /// The log of a full read whose events were handed on.
+    pub fn of(log: StoredLog, event_count: u64) -> FoldedLog {
+        FoldedLog {
+            header: log.header,
+            revision: log.revision,
+            event_count,
+            torn: log.torn.is_some(),
+            raw_log: log.raw_log,
+            log_bytes: log.log_bytes,
+        }
+    }
+}
+
 /// The events a `read_from` examined.
 #[derive(Clone, Debug)]
 pub struct ScannedSuffix {
@@ -287,6 +328,23 @@ pub trait Backend: Send + Sync {
 
     /// Reads the whole log. `None` when the session is not stored.
     fn read(&self, id: &str) -> Result<Option<StoredLog>>;
+
+    /// [`Backend::read`], handing the events to `sink` as they are read and
+    /// judged by the backend's own rules (the same lines, rows, torn tail
+    /// and errors), without keeping them: a cold append folds a long log
+    /// with memory that does not grow with it. The outcome (including a
+    /// clean read's note of the next seq and size count) is that of
+    /// [`Backend::read`]. The default reads the whole log and hands it on
+    /// at once (no memory saved).
+    fn read_folding(&self, id: &str, sink: &mut dyn EventSink) -> Result<Option<FoldedLog>> {
+        let Some(mut log) = self.read(id)? else {
+            return Ok(None);
+        };
+        let events = std::mem::take(&mut log.events);
+        let n = events.len() as u64;
+        sink.events(events);
+        Ok(Some(FoldedLog::of(log, n)))
+    }
 
     /// Reads what `read_from(id, from_seq)` needs. `None` when not stored.
     fn read_from(&self, id: &str, from_seq: u64) -> Result<Option<ScannedSuffix>>;

@@ -7,6 +7,7 @@ pub mod header;
 pub mod invariants;
 pub mod json;
 pub mod legacy;
+pub mod log_fold;
 pub mod log_state_codec;
 pub mod repair;
 pub mod seed;

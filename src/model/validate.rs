@@ -48,18 +48,10 @@ pub fn read_from_view(
     events: &mut [Event],
 ) -> Result<()> {
     // One pass (a load walks 100k+ events, 98% chunks that no rule
-    // touches), with the original's precedence: a legacy refusal anywhere
-    // beats a conversion or shape failure, which beats an unknown type.
-    let mut failed: Option<String> = None;
-    let mut unknown: Option<usize> = None;
+    // touches), with the original's precedence (see [`ReadRules`]).
+    let mut rules = ReadRules::default();
     for i in 0..events.len() {
         if events[i].type_str() == CHUNK {
-            continue;
-        }
-        if let Some(m) = legacy_refusal(session_id, &events[i]) {
-            return Err(Error::corruption(m));
-        }
-        if failed.is_some() {
             continue;
         }
         let (head, rest) = events.split_at_mut(i);
@@ -69,27 +61,83 @@ pub fn read_from_view(
                 .find(|e| e.seq == seq)
                 .and_then(|e| message_id_of(e.type_str(), e.data.as_str()))
         };
-        if let Err(m) = convert_and_check_shape(session_id, &lookup, &mut rest[0]) {
-            failed = Some(m);
-            continue;
+        rules
+            .event(session_id, vocab, &lookup, &mut rest[0])
+            .map_err(Error::corruption)?;
+    }
+    rules.finish(session_id, raw_log)
+}
+
+/// The rules of [`read_from_view`] applied one event at a time, in log
+/// order, with the original's precedence: a legacy refusal anywhere beats
+/// a conversion or shape failure, which beats an unknown type. A load
+/// keeping its events and a fold that drops them after judging
+/// ([`super::log_fold::LogFold`]) both run them.
+#[derive(Debug, Default)]
+pub struct ReadRules {
+    /// The first conversion or shape failure.
+    failed: Option<String>,
+    /// The type and seq of the first unknown non-ignorable type (before
+    /// any failure).
+    unknown: Option<(String, u64)>,
+}
+
+impl ReadRules {
+    /// Converts and judges the next event of the log. `inherited` gives
+    /// the raw message id of an earlier event by seq (converted as this
+    /// pass left it). A legacy refusal is returned at once (it beats every
+    /// other failure); the others are kept for [`ReadRules::finish`].
+    pub fn event(
+        &mut self,
+        session_id: &str,
+        vocab: &Vocabulary,
+        inherited: &dyn Fn(u64) -> Option<String>,
+        e: &mut Event,
+    ) -> std::result::Result<(), String> {
+        if e.type_str() == CHUNK {
+            return Ok(());
         }
-        if unknown.is_none() && unknown_type(vocab, &rest[0]).is_some() {
-            unknown = Some(i);
+        if let Some(m) = legacy_refusal(session_id, e) {
+            return Err(m);
         }
+        if self.failed.is_some() {
+            return Ok(());
+        }
+        if let Err(m) = convert_and_check_shape(session_id, inherited, e) {
+            self.failed = Some(m);
+            return Ok(());
+        }
+        if self.unknown.is_none() {
+            if let Some(name) = unknown_type(vocab, e) {
+                self.unknown = Some((name.to_string(), e.seq));
+            }
+        }
+        Ok(())
     }
-    if let Some(m) = failed {
-        return Err(Error::corruption(m));
+
+    /// Whether every event so far passed (nothing for [`ReadRules::finish`]
+    /// to refuse yet).
+    pub fn clean(&self) -> bool {
+        self.failed.is_none() && self.unknown.is_none()
     }
-    if let Some(i) = unknown {
-        let e = &events[i];
-        return Err(Vocabulary::refusal(
-            session_id,
-            e.type_str(),
-            e.seq,
-            raw_log,
-        ));
+
+    /// Whether a later event may still need [`ReadRules::event`]'s
+    /// `inherited` (no conversion runs after a failure).
+    pub fn converting(&self) -> bool {
+        self.failed.is_none()
     }
-    Ok(())
+
+    /// The refusal of the events judged, if any: a conversion or shape
+    /// failure (corruption), else an unknown type (format unsupported).
+    pub fn finish(self, session_id: &str, raw_log: Option<&str>) -> Result<()> {
+        if let Some(m) = self.failed {
+            return Err(Error::corruption(m));
+        }
+        if let Some((name, seq)) = self.unknown {
+            return Err(Vocabulary::refusal(session_id, &name, seq, raw_log));
+        }
+        Ok(())
+    }
 }
 
 /// Converts one event from an older shape (SPEC §1.9) and applies the
@@ -267,7 +315,7 @@ pub fn check_request_header(index: usize, e: &Event) -> Result<(), String> {
 /// surface rules, the `request/header` shape, and the strict trace when
 /// `trace` is given. `index` is the event's place in the log. On error the
 /// states are unchanged; the message is the bare rule text with the index.
-fn session_rules(
+pub(super) fn session_rules(
     surface: &mut SurfaceState,
     trace: Option<&mut TurnTrace>,
     index: usize,
@@ -333,7 +381,8 @@ pub fn validate_session(session_id: &str, strict: bool, events: &[Event]) -> Res
 
 /// What `load` / `inspect` / `prepare` do to a stored log:
 /// [`read_from_view`] (wrapped like a validation failure, format refusals
-/// kept), [`validate_session`], and the closers that balance it
+/// kept), [`validate_session`] (both as one pass,
+/// [`super::log_fold::fold_in_place`]), and the closers that balance it
 /// ([`closers`]; empty when the last turn is closed).
 pub fn session_view(
     session_id: &str,
@@ -342,14 +391,9 @@ pub fn session_view(
     strict: bool,
     events: &mut [Event],
 ) -> Result<Vec<Event>> {
-    read_from_view(session_id, raw_log, vocab, events).map_err(|e| match e {
-        Error::Corruption {
-            message,
-            cause: None,
-        } => Error::failed_validation(session_id, message),
-        other => other,
-    })?;
-    validate_session(session_id, strict, events)?;
+    // The one fold of the rules (a cold append runs it on the streamed
+    // log), here on the events kept.
+    super::log_fold::fold_in_place(session_id, raw_log, vocab, strict, false, events)?;
     Ok(closers(events))
 }
 

@@ -29,6 +29,7 @@ use parking_lot::Mutex;
 use super::append_checkpoint;
 use super::cache::{Inspection, InspectionCache};
 use super::cancel::{Cancel, checkpoint, shield};
+use super::cold_fold::{ColdReadCounters, ColdReads, TailFold};
 use super::config::StoreConfig;
 use super::id_locks::IdLocks;
 use super::live::{LiveInner, LiveSession};
@@ -79,6 +80,7 @@ pub(crate) struct Shared {
     registry: Mutex<Registry>,
     cache: Mutex<InspectionCache>,
     tails: Mutex<HashMap<String, Tail>>,
+    cold_reads: ColdReadCounters,
     closed: AtomicBool,
 }
 
@@ -259,6 +261,7 @@ impl Store {
                 registry: Mutex::default(),
                 cache: Mutex::new(cache),
                 tails: Mutex::default(),
+                cold_reads: ColdReadCounters::default(),
                 closed: AtomicBool::new(false),
                 config,
             }),
@@ -584,7 +587,14 @@ impl Store {
                 if let Some(t) = self.checkpointed_tail(id, &current)? {
                     return Ok((t, None));
                 }
-                Arc::new(self.read_inspection(id)?)
+                // Else the log is folded as it is read, its events
+                // dropped; only a torn tail to adopt is read again whole.
+                if let Some(t) = self.folded_tail(id)? {
+                    return Ok((t, None));
+                }
+                let insp = self.read_inspection(id)?;
+                self.shared.cold_reads.kept(insp.stored.events.len() as u64);
+                Arc::new(insp)
             }
         };
         let tail = Tail {
@@ -596,6 +606,51 @@ impl Store {
         };
         let adopt = insp.stored.torn.is_some().then_some(insp);
         Ok((tail, adopt))
+    }
+
+    /// The tail of `id` from a folding read ([`super::cold_fold`]): the
+    /// rules and the refusals of a load, without keeping the log. `None`
+    /// when the log has a torn tail (the append adopts it from a full
+    /// read).
+    fn folded_tail(&self, id: &str) -> Result<Option<Tail>> {
+        let mut sink = TailFold::new(id, &self.shared.vocab, self.shared.config.strict);
+        let log = self
+            .shared
+            .backend
+            .read_folding(id, &mut sink)?
+            .ok_or_else(|| not_found(id))?;
+        self.shared.cold_reads.folded(sink.largest);
+        if log.torn {
+            return Ok(None);
+        }
+        if let Some(problem) = log.header.problem() {
+            // As a load refuses it (see `read_inspection`).
+            return Err(Error::failed_validation(id, problem.to_string()));
+        }
+        let rules = sink.fold.finish(log.raw_log.as_deref())?;
+        if rules.event_count() as u64 != log.event_count {
+            return Err(Error::invariant(format!(
+                "session {}: the fold saw {} events, the read {}",
+                quote(id),
+                rules.event_count(),
+                log.event_count
+            )));
+        }
+        Ok(Some(Tail {
+            revision: log.revision,
+            next_seq: log.event_count,
+            header: log.header,
+            rules,
+            persisted: false,
+        }))
+    }
+
+    /// What this store's cold appends read without a checkpoint so far
+    /// (folded or kept whole, and the most events one read held at once;
+    /// see [`super::cold_fold`]).
+    #[doc(hidden)]
+    pub fn cold_reads(&self) -> ColdReads {
+        self.shared.cold_reads.get()
     }
 
     fn rules_key(&self) -> String {

@@ -6,6 +6,7 @@ pub mod cache;
 pub mod cache_files;
 pub mod cancel;
 pub mod catalog;
+pub mod cold_fold;
 pub mod config;
 pub mod coordinator;
 pub mod id_locks;
@@ -17,6 +18,7 @@ pub mod write_behind;
 use std::sync::Arc;
 
 pub use cancel::Cancel;
+pub use cold_fold::ColdReads;
 pub use config::{
     BackendConfig, Compression, JournalMode, JsonlConfig, PostgresConfig, SqliteConfig, SslMode,
     StoreConfig,

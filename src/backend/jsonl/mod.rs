@@ -40,8 +40,8 @@ use self::writer::OpenLog;
 use super::limits::{self, Limits};
 use super::writer_lock::{LOCK_DIR_NAME, LockSpace};
 use super::{
-    Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
-    TornTail, WriterHolder, WriterLock,
+    Backend, BackendKind, EventSink, Expect, FoldedLog, Location, RawArtifact, Revision,
+    ScannedSuffix, StoredLog, TornTail, WriterHolder, WriterLock,
 };
 use crate::codec::chunk_rows::{PackLimits, Record, pack, unpacked};
 use crate::error::{Error, Result};
@@ -437,6 +437,12 @@ impl JsonlBackend {
     /// judged; see [`reader::read_log_from`]).
     fn read_path_from(&self, id: &str, path: &Path, skip_below: u64) -> Result<StoredLog> {
         let outcome = reader::read_log_from(path, self.compression, skip_below, &self.limits)?;
+        self.stored_log(id, path, outcome)
+    }
+
+    /// The checks and notes of a full read's outcome (the header belongs
+    /// to `id` at `path`; a clean read notes its next seq and size count).
+    fn stored_log(&self, id: &str, path: &Path, outcome: reader::ReadOutcome) -> Result<StoredLog> {
         if outcome.header.id != id {
             return Err(Error::corruption(format!(
                 "session artifact {} holds session {}, not {}",
@@ -833,6 +839,18 @@ impl Backend for JsonlBackend {
             None => Ok(None),
             Some(path) => self.read_path(id, &path).map(Some),
         }
+    }
+
+    fn read_folding(&self, id: &str, sink: &mut dyn EventSink) -> Result<Option<FoldedLog>> {
+        let Some(path) = self.find_file(id)? else {
+            return Ok(None);
+        };
+        let outcome = reader::read_log_folding(&path, self.compression, &self.limits, sink)?;
+        let next = outcome.next_seq;
+        Ok(Some(FoldedLog::of(
+            self.stored_log(id, &path, outcome)?,
+            next,
+        )))
     }
 
     fn lock_writer(&self, id: &str) -> Result<WriterLock> {

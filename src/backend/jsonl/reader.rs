@@ -29,7 +29,7 @@ use super::layout::{Compression, io_err};
 use super::nofollow;
 use super::revision::FileIdentity;
 use crate::backend::limits::{Budget, Limits};
-use crate::backend::{TornTail, parallel};
+use crate::backend::{EventSink, TornTail, parallel};
 use crate::codec::chunk_rows::{Record, StoredLineError};
 use crate::error::{Error, Result};
 use crate::model::event::{Event, RawEnvelope};
@@ -46,6 +46,9 @@ const READ_CHUNK: usize = 1 << 20;
 /// Bytes read per block from an uncompressed log (the lines of a block are
 /// parsed at once, in two halves in parallel when it is large).
 const READ_BLOCK: usize = 8 << 20;
+
+/// Bytes read per block by a folding read ([`read_log_folding`]).
+const FOLD_BLOCK: usize = 1 << 20;
 
 /// A block of uncompressed lines at least this large is parsed by two
 /// threads (below it, a thread costs more than it saves).
@@ -454,27 +457,38 @@ fn skippable_chunk(text: &str, skip_below: u64) -> Option<u64> {
 }
 
 /// The line rules, applied in file order to parsed stretches.
-struct Rules<'a> {
+struct Rules<'a, 's> {
     raw_log: &'a str,
     /// Record lines judged so far (the header not counted).
     records: u64,
     header: Option<SessionHeader>,
-    /// The accepted events.
+    /// The accepted events (a read that keeps them).
     events: Vec<Event>,
+    /// A read that folds: where each stretch's accepted events go instead
+    /// (then `events` stays empty), and how many went there.
+    sink: Option<&'s mut dyn EventSink>,
+    handed: usize,
     expected: u64,
     bad: Option<Bad>,
 }
 
-impl<'a> Rules<'a> {
-    fn new(raw_log: &'a str) -> Self {
+impl<'a, 's> Rules<'a, 's> {
+    fn new(raw_log: &'a str, sink: Option<&'s mut dyn EventSink>) -> Self {
         Rules {
             raw_log,
             records: 0,
             header: None,
             events: Vec::new(),
+            sink,
+            handed: 0,
             expected: 0,
             bad: None,
         }
+    }
+
+    /// How many events were accepted so far.
+    fn accepted(&self) -> usize {
+        self.handed + self.events.len()
     }
 
     fn header_line(&mut self, text: &[u8]) -> Result<()> {
@@ -563,7 +577,14 @@ impl<'a> Rules<'a> {
         }
         self.judge(&part, line..part.lines.len(), &mut keep)?;
         part.events.truncate(keep);
-        if self.events.is_empty() {
+        if let Some(sink) = self.sink.as_deref_mut() {
+            // Nothing kept: the stretch's events are judged and gone.
+            self.handed += part.events.len() - part.base;
+            if part.base > 0 {
+                part.events.drain(..part.base);
+            }
+            sink.events(part.events);
+        } else if self.events.is_empty() {
             self.events = part.events;
         } else {
             append_releasing(&mut self.events, part.events);
@@ -660,8 +681,52 @@ pub fn read_log_from(
     skip_below: u64,
     limits: &Limits,
 ) -> Result<ReadOutcome> {
+    read_log_with(path, compression, skip_below, limits, None)
+}
+
+/// [`read_log`], handing the accepted events to `sink` as each stretch of
+/// the log is judged instead of keeping them (`events` of the outcome is
+/// empty; `next_seq` counts them): the same lines, rules, torn tail and
+/// errors, with memory bounded by a stretch (an uncompressed block, or a
+/// run of [`FOLD_RUN_BYTES`] compressed bytes), not by the log. The file's
+/// compressed bytes are still read whole (the frame structure is checked
+/// before the frames are decoded, as a load does).
+pub fn read_log_folding(
+    path: &Path,
+    compression: Compression,
+    limits: &Limits,
+    sink: &mut dyn EventSink,
+) -> Result<ReadOutcome> {
+    read_log_with(path, compression, 0, limits, Some(sink))
+}
+
+/// The sink again, for one attempt of a read.
+fn reborrow<'b>(sink: &'b mut Option<&mut dyn EventSink>) -> Option<&'b mut dyn EventSink> {
+    match sink {
+        Some(s) => Some(&mut **s),
+        None => None,
+    }
+}
+
+/// Compressed bytes of frames a folding read decodes at a time (two
+/// threads, half each).
+const FOLD_RUN_BYTES: u64 = 256 << 10;
+
+fn read_log_with(
+    path: &Path,
+    compression: Compression,
+    skip_below: u64,
+    limits: &Limits,
+    mut sink: Option<&mut dyn EventSink>,
+) -> Result<ReadOutcome> {
     let raw_log = path.display().to_string();
-    for _ in 0..READ_ATTEMPTS {
+    for attempt in 0..READ_ATTEMPTS {
+        if attempt > 0 {
+            if let Some(s) = reborrow(&mut sink) {
+                // The file changed under the last attempt: its events go.
+                s.restart();
+            }
+        }
         let file = nofollow::open_read(path, nofollow::LOG_DEPTH)
             .map_err(|e| nofollow::io_err("cannot open", path, nofollow::LOG_DEPTH, e))?;
         let before = FileIdentity::of(
@@ -682,7 +747,19 @@ pub fn read_log_from(
                     zstd_file_cap(limits),
                     limits,
                 )?;
-                scan_zstd(&buf, &raw_log, skip_below, PARALLEL_MIN_ZSTD, limits)?
+                scan_zstd(
+                    &buf,
+                    &raw_log,
+                    skip_below,
+                    PARALLEL_MIN_ZSTD,
+                    limits,
+                    if sink.is_some() {
+                        FOLD_RUN_BYTES
+                    } else {
+                        u64::MAX
+                    },
+                    reborrow(&mut sink),
+                )?
             }
             Compression::None => scan_plain(
                 &mut limited,
@@ -691,6 +768,7 @@ pub fn read_log_from(
                 skip_below,
                 PARALLEL_MIN_PLAIN,
                 limits,
+                reborrow(&mut sink),
             )?,
         };
         let after = FileIdentity::of(
@@ -832,10 +910,18 @@ fn scan_plain(
     skip_below: u64,
     parallel_min: usize,
     limits: &Limits,
+    sink: Option<&mut dyn EventSink>,
 ) -> Result<Scanned> {
     let bounds = Bounds::new(limits, raw_log, false);
     let cap = limits.record();
-    let mut rules = Rules::new(raw_log);
+    // A folding read judges and hands on smaller blocks (what it holds at
+    // once is a block's events).
+    let block = if sink.is_some() {
+        FOLD_BLOCK
+    } else {
+        READ_BLOCK
+    };
+    let mut rules = Rules::new(raw_log, sink);
     let mut buf: Vec<u8> = Vec::new();
     let mut offset: u64; // file offset of buf[0]
     // The header line first: a foreign version is refused before anything
@@ -855,7 +941,7 @@ fn scan_plain(
     }
     loop {
         bounds.pending(buf.len(), || at_byte(offset))?;
-        let n = read_more(file, &mut buf, READ_BLOCK, cap, path)?;
+        let n = read_more(file, &mut buf, block, cap, path)?;
         let complete = memchr::memrchr(b'\n', &buf).map_or(0, |nl| nl + 1);
         if complete > 0 {
             let text = &buf[..complete];
@@ -942,6 +1028,25 @@ fn parse_frames(
     part.settle()
 }
 
+/// `frames` cut into runs of at most `max_bytes` compressed bytes each (at
+/// least one frame per run; one run, possibly empty, when all fit).
+fn frame_runs(frames: &[frames::Frame], max_bytes: u64) -> Vec<&[frames::Frame]> {
+    let mut runs = Vec::new();
+    let mut rest = frames;
+    while let Some(first) = rest.first() {
+        let n = rest
+            .partition_point(|f| f.end - first.start <= max_bytes)
+            .max(1);
+        let (run, tail) = rest.split_at(n);
+        runs.push(run);
+        rest = tail;
+    }
+    if runs.is_empty() {
+        runs.push(frames);
+    }
+    runs
+}
+
 /// Where to split `frames` into two runs of about the same compressed size.
 fn frame_split(frames: &[frames::Frame]) -> Option<usize> {
     let (first, last) = (frames.first()?, frames.last()?);
@@ -956,11 +1061,13 @@ fn scan_zstd(
     skip_below: u64,
     parallel_min: usize,
     limits: &Limits,
+    run_bytes: u64,
+    sink: Option<&mut dyn EventSink>,
 ) -> Result<Scanned> {
     let bounds = Bounds::new(limits, raw_log, true);
     let mut dec = FrameDecoder::bounded(limits.record());
     let mut out = Vec::new();
-    let mut rules = Rules::new(raw_log);
+    let mut rules = Rules::new(raw_log, sink);
     // The header frame first: a foreign version is refused before anything
     // else about the file is judged.
     let first = frames::first_frame(buf)?.ok_or_else(|| {
@@ -1003,32 +1110,39 @@ fn scan_zstd(
         return Err(no_header(raw_log));
     }
     let scan = frames::scan(buf)?;
-    let rest = scan.frames.get(1..).unwrap_or(&[]);
-    let rest_bytes = match (rest.first(), rest.last()) {
-        (Some(a), Some(b)) => (b.end - a.start) as usize,
-        _ => 0,
-    };
-    match frame_split(rest).filter(|_| rest_bytes >= parallel_min) {
-        Some(at) => {
-            let (a, b) = rest.split_at(at);
-            let mut first_part = rules.start(&bounds, skip_below);
-            let (r1, r2) = parallel::join(
-                || parse_frames(&mut first_part, buf, a, 1),
-                || {
-                    let mut part = Parsed::new(&bounds, Vec::new(), skip_below);
-                    parse_frames(&mut part, buf, b, 1 + at).map(|()| part)
-                },
-            );
-            r1?;
-            let second = r2??;
-            rules.absorb(first_part)?;
-            rules.absorb(second)?;
+    let all_rest = scan.frames.get(1..).unwrap_or(&[]);
+    // A load decodes the frames after the header as one run (two halves,
+    // `run_bytes` unbounded); a folding read in runs of `run_bytes`, each
+    // judged and handed on before the next is decoded.
+    let mut base = 1;
+    for rest in frame_runs(all_rest, run_bytes) {
+        let rest_bytes = match (rest.first(), rest.last()) {
+            (Some(a), Some(b)) => (b.end - a.start) as usize,
+            _ => 0,
+        };
+        match frame_split(rest).filter(|_| rest_bytes >= parallel_min) {
+            Some(at) => {
+                let (a, b) = rest.split_at(at);
+                let mut first_part = rules.start(&bounds, skip_below);
+                let (r1, r2) = parallel::join(
+                    || parse_frames(&mut first_part, buf, a, base),
+                    || {
+                        let mut part = Parsed::new(&bounds, Vec::new(), skip_below);
+                        parse_frames(&mut part, buf, b, base + at).map(|()| part)
+                    },
+                );
+                r1?;
+                let second = r2??;
+                rules.absorb(first_part)?;
+                rules.absorb(second)?;
+            }
+            None => {
+                let mut part = rules.start(&bounds, skip_below);
+                parse_frames(&mut part, buf, rest, base)?;
+                rules.absorb(part)?;
+            }
         }
-        None => {
-            let mut part = rules.start(&bounds, skip_below);
-            parse_frames(&mut part, buf, rest, 1)?;
-            rules.absorb(part)?;
-        }
+        base += rest.len();
     }
     // The complete frames alone must end in a committed record: a bad line
     // inside them is corruption even without a later `turn/end` (the
@@ -1038,7 +1152,7 @@ fn scan_zstd(
     }
     let torn_index = scan.frames.len();
     let mut torn_lines = 0usize;
-    let before_torn_frame = rules.events.len();
+    let before_torn_frame = rules.accepted();
     if let Some(start) = scan.torn_start {
         out.clear();
         // Decode what the cut frame still holds; complete lines count, the
@@ -1093,7 +1207,7 @@ fn scan_zstd(
         }
     };
     let header = rules.header.take().ok_or_else(|| no_header(raw_log))?;
-    let recovered_events = rules.events.len().saturating_sub(before_torn_frame);
+    let recovered_events = rules.accepted().saturating_sub(before_torn_frame);
     Ok(Scanned {
         header,
         events: rules.events,
@@ -1435,6 +1549,89 @@ mod tests {
 
     static FILES: AtomicUsize = AtomicUsize::new(0);
 
+    /// A sink that keeps what a folding read hands on (to compare with a
+    /// read that keeps the events), and the largest stretch.
+    #[derive(Default)]
+    struct Collect {
+        events: Vec<Event>,
+        largest: usize,
+    }
+
+    impl EventSink for Collect {
+        fn events(&mut self, mut events: Vec<Event>) {
+            self.largest = self.largest.max(events.len());
+            self.events.append(&mut events);
+        }
+        fn restart(&mut self) {
+            self.events.clear();
+        }
+    }
+
+    /// A folding scan shown as the keeping scan is: its handed events put
+    /// back in the outcome.
+    fn folded(r: Result<Scanned>, sink: Collect) -> String {
+        show(r.map(|mut s| {
+            assert!(s.events.is_empty(), "a folding scan keeps nothing");
+            s.events = sink.events;
+            s
+        }))
+    }
+
+    /// Folding zstd scans in runs of `run` bytes (one frame each at 1),
+    /// sequential and parallel, give what the keeping scan gives.
+    fn zstd_fold_agrees(z: &[u8], what: &str) {
+        let keep = show(scan_zstd(
+            z,
+            "LOG",
+            0,
+            usize::MAX,
+            &Limits::default(),
+            u64::MAX,
+            None,
+        ));
+        for run in [1, 300, u64::MAX] {
+            for parallel_min in [0, usize::MAX] {
+                let mut sink = Collect::default();
+                let r = scan_zstd(
+                    z,
+                    "LOG",
+                    0,
+                    parallel_min,
+                    &Limits::default(),
+                    run,
+                    Some(&mut sink),
+                );
+                assert_eq!(folded(r, sink), keep, "zstd fold, {what}, run {run}");
+            }
+        }
+    }
+
+    /// The same for uncompressed scans.
+    fn plain_fold_agrees(bytes: &[u8], what: &str) {
+        let keep = plain_scan(bytes, 0, usize::MAX);
+        let path = std::env::temp_dir().join(format!(
+            "dsh-reader-fold-{}-{}.jsonl",
+            std::process::id(),
+            FILES.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, bytes).unwrap();
+        for parallel_min in [0, usize::MAX] {
+            let mut sink = Collect::default();
+            let mut f = File::open(&path).unwrap();
+            let r = scan_plain(
+                &mut f,
+                "LOG",
+                &path,
+                0,
+                parallel_min,
+                &Limits::default(),
+                Some(&mut sink),
+            );
+            assert_eq!(folded(r, sink), keep, "plain fold, {what}");
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+
     fn plain_scan(bytes: &[u8], skip: u64, parallel_min: usize) -> String {
         let path = std::env::temp_dir().join(format!(
             "dsh-reader-par-{}-{}.jsonl",
@@ -1453,6 +1650,7 @@ mod tests {
             skip,
             parallel_min,
             &Limits::default(),
+            None,
         ));
         let _ = std::fs::remove_file(&path);
         r
@@ -1464,13 +1662,31 @@ mod tests {
         let z = zstd_bytes(batches);
         let p = plain_bytes(batches);
         for skip in [0, 17] {
-            let seq = show(scan_zstd(&z, "LOG", skip, usize::MAX, &Limits::default()));
-            let par = show(scan_zstd(&z, "LOG", skip, 0, &Limits::default()));
+            let seq = show(scan_zstd(
+                &z,
+                "LOG",
+                skip,
+                usize::MAX,
+                &Limits::default(),
+                u64::MAX,
+                None,
+            ));
+            let par = show(scan_zstd(
+                &z,
+                "LOG",
+                skip,
+                0,
+                &Limits::default(),
+                u64::MAX,
+                None,
+            ));
             assert_eq!(seq, par, "zstd, {what}, skip {skip}");
             let seq = plain_scan(&p, skip, usize::MAX);
             let par = plain_scan(&p, skip, 0);
             assert_eq!(seq, par, "plain, {what}, skip {skip}");
         }
+        zstd_fold_agrees(&z, what);
+        plain_fold_agrees(&p, what);
     }
 
     #[test]
@@ -1514,11 +1730,28 @@ mod tests {
                 let t = &z[..z.len() - cut];
                 for skip in [0, 30] {
                     assert_eq!(
-                        show(scan_zstd(t, "LOG", skip, usize::MAX, &Limits::default())),
-                        show(scan_zstd(t, "LOG", skip, 0, &Limits::default())),
+                        show(scan_zstd(
+                            t,
+                            "LOG",
+                            skip,
+                            usize::MAX,
+                            &Limits::default(),
+                            u64::MAX,
+                            None
+                        )),
+                        show(scan_zstd(
+                            t,
+                            "LOG",
+                            skip,
+                            0,
+                            &Limits::default(),
+                            u64::MAX,
+                            None
+                        )),
                         "zstd cut {cut}"
                     );
                 }
+                zstd_fold_agrees(t, &format!("cut {cut}"));
             }
             if cut < p.len() {
                 let t = &p[..p.len() - cut];
@@ -1527,17 +1760,50 @@ mod tests {
                     plain_scan(t, 0, 0),
                     "plain cut {cut}"
                 );
+                plain_fold_agrees(t, &format!("cut {cut}"));
             }
         }
         for at in (0..z.len()).step_by(7) {
             let mut bad = z.clone();
             bad[at] ^= 0x55;
             assert_eq!(
-                show(scan_zstd(&bad, "LOG", 0, usize::MAX, &Limits::default())),
-                show(scan_zstd(&bad, "LOG", 0, 0, &Limits::default())),
+                show(scan_zstd(
+                    &bad,
+                    "LOG",
+                    0,
+                    usize::MAX,
+                    &Limits::default(),
+                    u64::MAX,
+                    None
+                )),
+                show(scan_zstd(
+                    &bad,
+                    "LOG",
+                    0,
+                    0,
+                    &Limits::default(),
+                    u64::MAX,
+                    None
+                )),
                 "zstd byte {at} flipped"
             );
+            zstd_fold_agrees(&bad, &format!("byte {at} flipped"));
         }
+    }
+
+    #[test]
+    fn a_folding_read_hands_on_stretches_not_the_log() {
+        let clean = batches(40);
+        let z = zstd_bytes(&clean);
+        let mut sink = Collect::default();
+        let s = scan_zstd(&z, "LOG", 0, 0, &Limits::default(), 300, Some(&mut sink)).unwrap();
+        assert!(s.events.is_empty());
+        assert_eq!(sink.events.len() as u64, s.next_seq);
+        assert!(
+            sink.largest * 4 < sink.events.len(),
+            "largest stretch {}",
+            sink.largest
+        );
     }
 
     #[test]
@@ -1560,7 +1826,7 @@ mod tests {
                 ..Limits::default()
             };
             let mut f = File::open(&path).unwrap();
-            let e = scan_plain(&mut f, "LOG", &path, 0, usize::MAX, &limits).unwrap_err();
+            let e = scan_plain(&mut f, "LOG", &path, 0, usize::MAX, &limits, None).unwrap_err();
             assert!(
                 e.to_string()
                     .contains(&format!("(starting at byte {})", starts[k])),
@@ -1592,7 +1858,16 @@ mod tests {
         for parallel_min in [0, usize::MAX] {
             let scan = |skip| {
                 let mut f = File::open(&path).unwrap();
-                scan_plain(&mut f, "LOG", &path, skip, parallel_min, &Limits::default()).unwrap()
+                scan_plain(
+                    &mut f,
+                    "LOG",
+                    &path,
+                    skip,
+                    parallel_min,
+                    &Limits::default(),
+                    None,
+                )
+                .unwrap()
             };
             let full = scan(0);
             assert_eq!(full.events.len(), 7);
@@ -1615,7 +1890,7 @@ mod tests {
         for (bytes, zstd) in [(zstd_bytes(&clean), true), (plain_bytes(&clean), false)] {
             let scan = |skip| {
                 if zstd {
-                    scan_zstd(&bytes, "LOG", skip, 0, &Limits::default()).unwrap()
+                    scan_zstd(&bytes, "LOG", skip, 0, &Limits::default(), u64::MAX, None).unwrap()
                 } else {
                     let path = std::env::temp_dir().join(format!(
                         "dsh-reader-skip-{}-{}.jsonl",
@@ -1630,6 +1905,7 @@ mod tests {
                         skip,
                         0,
                         &Limits::default(),
+                        None,
                     );
                     let _ = std::fs::remove_file(&path);
                     r.unwrap()
