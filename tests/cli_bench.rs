@@ -241,6 +241,8 @@ fn bench_scale_builds_a_session_and_small_sessions() {
     assert!(s["load"]["peak_rss_bytes_per_event"].as_f64().unwrap() > 0.0);
     assert_eq!(s["reopen_append"]["events"], 50);
     assert!(s["reopen_append"]["ms"].as_f64().is_some());
+    assert_eq!(s["reopen_append_cold"]["events"], 50);
+    assert!(s["reopen_append_cold"]["ms"].as_f64().is_some());
     assert_eq!(scale["small_sessions"]["count"], 3);
     assert!(
         scale["small_sessions"]["open_and_list_ms"]

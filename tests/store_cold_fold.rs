@@ -245,13 +245,27 @@ fn cold_append(config: &StoreConfig, id: &str, next: &[Event]) -> ColdReads {
 
 #[test]
 fn the_folded_state_equals_a_full_read_on_generated_logs() {
-    let events = workload(12_000);
     let t = support::TempDir::new("cold-fold-gen");
-    let kinds: Vec<(&str, StoreConfig)> = vec![
+    generated_logs_agree(vec![
         ("zstd", jsonl(&t.path().join("z"), Compression::Zstd)),
         ("none", jsonl(&t.path().join("n"), Compression::None)),
         ("sqlite", sqlite(t.path())),
-    ];
+    ]);
+}
+
+#[test]
+fn the_folded_state_equals_a_full_read_on_generated_postgres_logs() {
+    let Some(url) = support::pg::url("cold fold on PostgreSQL") else {
+        return;
+    };
+    let schema = support::pg::Schema::new(&url, "coldfold");
+    let config = StoreConfig::with_backend(BackendConfig::Postgres(schema.config()));
+    generated_logs_agree(vec![("postgres", config)]);
+    support::pg::drop_schema(&url, &schema.name);
+}
+
+fn generated_logs_agree(kinds: Vec<(&str, StoreConfig)>) {
+    let events = workload(12_000);
     for (name, config) in kinds {
         for strict in [false, true] {
             let mut config = config.clone();
@@ -287,6 +301,7 @@ fn a_cold_append_holds_a_stretch_of_a_long_log_not_the_log() {
     for (name, config) in [
         ("zstd", jsonl(&t.path().join("z"), Compression::Zstd)),
         ("none", jsonl(&t.path().join("n"), Compression::None)),
+        ("sqlite", sqlite(t.path())),
     ] {
         write_log(&config, "long", &events[..n]);
         let reads = cold_append(&config, "long", &events[n..]);

@@ -1073,7 +1073,8 @@ pub fn bench(args: &BenchArgs, json_out: bool) -> Result<Outcome, Error> {
             None => vec![1_000_000, 5_000_000],
         };
         let small = args.small_sessions.unwrap_or(100_000);
-        let out = super::bench_scale::scale(&w.events, &sizes, small, &scratch.path, json_out);
+        let out =
+            super::bench_scale::scale(&w.events, &sizes, small, &scratch.path, json_out, args.keep);
         drop(scratch);
         return out;
     }

@@ -8,9 +8,14 @@
 //!   the first and the last 10% of the calls, and their ratio;
 //! - `load`: a cold load on a fresh store, and the peak RSS of a process
 //!   that only opens the store and loads the session, per event;
-//! - `reopen_append`: a process that opens the store and appends 50 events
-//!   through `append_json` (the C ABI text path): the call's time and the
-//!   RSS it added.
+//! - `reopen_append_cold`: a process that opens the store and appends 50
+//!   events through `append_json` (the C ABI text path) with no append
+//!   checkpoint (the cache directory's `append/` removed first: the log is
+//!   folded as it is read): the call's time and the RSS it added;
+//! - `reopen_append`: the same with the checkpoint the last process left.
+//!
+//! With `--keep` the stores stay (to run the probes again by hand:
+//! `dsh-persist rss-probe --jsonl DIR --append FILE scale`).
 //!
 //! Then 100k small sessions (5 events each, `--small-sessions N`), the
 //! per-session create+append cost and a cold `list` with the open inside
@@ -97,7 +102,35 @@ struct Sized {
     text: String,
 }
 
-fn one_size(events: &[Event], n: u64, dir: &Path, progress: &Progress) -> Result<Sized, Error> {
+/// A reopen + append(50) probe in a fresh process: (ms, extra RSS KiB).
+fn reopen_append(
+    kind: Kind,
+    dir: &Path,
+    replay: &Replay<'_>,
+    from: u64,
+) -> Result<(Option<f64>, Option<f64>), Error> {
+    let batch = replay.batch(from, BATCH)?;
+    let mut text = String::new();
+    dsh_persist::model::event::write_events_array(&mut text, &batch);
+    let file = dir.join(format!("reopen-append-{from}.json"));
+    fs::write(&file, &text).map_err(|e| Error::io("cannot write the append batch", e))?;
+    let probe = super::bench::rss_probe_id(kind, dir, SCALE_ID, Some(&file))?;
+    let field = |k: &str| {
+        probe
+            .as_deref()
+            .and_then(|p| json::get_field(p, k))
+            .and_then(json::as_f64)
+    };
+    Ok((field("append_ms"), field("append_extra_rss_kib")))
+}
+
+fn one_size(
+    events: &[Event],
+    n: u64,
+    dir: &Path,
+    progress: &Progress,
+    keep: bool,
+) -> Result<Sized, Error> {
     let kind = Kind::JsonlZstd;
     make_dir(dir)?;
     let replay = Replay::new(events);
@@ -144,7 +177,7 @@ fn one_size(events: &[Event], n: u64, dir: &Path, progress: &Progress) -> Result
     progress.phase(
         || format!("bench --scale: load {n} events"),
         || "cold load, then the RSS probe".to_string(),
-        3,
+        4,
     );
     let store = Store::open(kind.config(dir))?;
     let t = Instant::now();
@@ -166,26 +199,22 @@ fn one_size(events: &[Event], n: u64, dir: &Path, progress: &Progress) -> Result
         .and_then(json::as_f64);
     progress.inc(1);
 
-    // Reopen + append 50 through the text path, in a fresh process.
-    let batch = replay.batch(n, BATCH)?;
-    let mut text = String::new();
-    dsh_persist::model::event::write_events_array(&mut text, &batch);
-    let file = dir.join("reopen-append.json");
-    fs::write(&file, &text).map_err(|e| Error::io("cannot write the append batch", e))?;
-    let probe = super::bench::rss_probe_id(kind, dir, SCALE_ID, Some(&file))?;
-    let field = |k: &str| {
-        probe
-            .as_deref()
-            .and_then(|p| json::get_field(p, k))
-            .and_then(json::as_f64)
-    };
-    let (ra_ms, ra_extra_kib) = (field("append_ms"), field("append_extra_rss_kib"));
+    // Reopen + append 50 through the text path, in a fresh process: first
+    // without an append checkpoint (the log folded as it is read), then
+    // from the checkpoint that process left.
+    let cache = Store::open(kind.config(dir))?.backend().cache_dir();
+    if let Some(c) = cache {
+        let _ = fs::remove_dir_all(c.join("append"));
+    }
+    let (cold_ms, cold_extra_kib) = reopen_append(kind, dir, &replay, n)?;
+    progress.inc(1);
+    let (ra_ms, ra_extra_kib) = reopen_append(kind, dir, &replay, n + BATCH as u64)?;
     progress.inc(1);
 
     let opt = |v: Option<f64>, d: i32| v.map_or_else(|| "null".into(), |x| num(round(x, d)));
     let per_event = load_rss_kib.map(|k| k * 1024.0 / n as f64);
     let json = format!(
-        "{{\"events\":{n},\"append\":{{\"calls\":{calls},\"wall_ms\":{},\"first_10pct_cpu_ms_per_call\":{},\"last_10pct_cpu_ms_per_call\":{},\"growth\":{}}},\"load\":{{\"ms\":{},\"peak_rss_mib\":{},\"peak_rss_bytes_per_event\":{}}},\"reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}}}}",
+        "{{\"events\":{n},\"append\":{{\"calls\":{calls},\"wall_ms\":{},\"first_10pct_cpu_ms_per_call\":{},\"last_10pct_cpu_ms_per_call\":{},\"growth\":{}}},\"load\":{{\"ms\":{},\"peak_rss_mib\":{},\"peak_rss_bytes_per_event\":{}}},\"reopen_append_cold\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}}}}",
         num(round(append_ms, 1)),
         num(round(first, 4)),
         num(round(last, 4)),
@@ -193,18 +222,24 @@ fn one_size(events: &[Event], n: u64, dir: &Path, progress: &Progress) -> Result
         num(round(load_ms, 1)),
         opt(load_rss_kib.map(|k| k / 1024.0), 1),
         opt(per_event, 1),
+        opt(cold_ms, 2),
+        opt(cold_extra_kib.map(|k| k / 1024.0), 1),
         opt(ra_ms, 2),
         opt(ra_extra_kib.map(|k| k / 1024.0), 1),
     );
     let text = format!(
-        "{n} events: append {calls} calls, CPU/call {first:.4} ms (first 10%) -> {last:.4} ms (last 10%), x{:.2}\n  load {load_ms:.1} ms, peak RSS {} MiB = {} B/event\n  reopen + append({BATCH}) {} ms, +{} MiB RSS\n",
+        "{n} events: append {calls} calls, CPU/call {first:.4} ms (first 10%) -> {last:.4} ms (last 10%), x{:.2}\n  load {load_ms:.1} ms, peak RSS {} MiB = {} B/event\n  reopen + append({BATCH}) without a checkpoint {} ms, +{} MiB RSS; from the checkpoint {} ms, +{} MiB RSS\n",
         last / first.max(1e-9),
         opt(load_rss_kib.map(|k| k / 1024.0), 1),
         opt(per_event, 1),
+        opt(cold_ms, 2),
+        opt(cold_extra_kib.map(|k| k / 1024.0), 1),
         opt(ra_ms, 2),
         opt(ra_extra_kib.map(|k| k / 1024.0), 1),
     );
-    fs::remove_dir_all(dir).ok();
+    if !keep {
+        fs::remove_dir_all(dir).ok();
+    }
     Ok(Sized { json, text })
 }
 
@@ -265,6 +300,7 @@ pub(super) fn scale(
     small: usize,
     dir: &Path,
     json_out: bool,
+    keep: bool,
 ) -> Result<Outcome, Error> {
     let progress = Progress::still_bar("bench", 0);
     let mut parts = Vec::new();
@@ -274,6 +310,7 @@ pub(super) fn scale(
             n,
             &dir.join(format!("scale-{n}")),
             &progress,
+            keep,
         )?);
     }
     let small = small_sessions(events, small, &dir.join("scale-small"), &progress)?;

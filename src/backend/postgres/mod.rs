@@ -42,8 +42,8 @@ use parking_lot::Mutex;
 use crate::backend::limits::Limits;
 use crate::backend::rows::{checks, scan as row_scan};
 use crate::backend::{
-    Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
-    TornTail, WriterHolder, WriterLock,
+    Backend, BackendKind, EventSink, Expect, FoldedLog, Location, RawArtifact, Revision,
+    ScannedSuffix, StoredLog, TornTail, WriterHolder, WriterLock,
 };
 use crate::error::{Error, Result};
 use crate::model::event::Event;
@@ -503,6 +503,31 @@ impl Backend for PostgresBackend {
             }),
             raw_log: None,
             recovered_events: 0,
+            log_bytes,
+        }))
+    }
+
+    fn read_folding(&self, id: &str, sink: &mut dyn EventSink) -> Result<Option<FoldedLog>> {
+        // A fetch run again (a lost connection) restarts the sink.
+        let read = self.run(
+            &|| format!("cannot read the events of session {}", quote(id)),
+            |c, _| {
+                let ctx = row_scan::ReadCtx::new(&self.limits, &self.label, id);
+                row_scan::fold_pipelined(&ctx, &mut *sink, |rows| reader::read_log(c, id, rows))
+            },
+        )?;
+        if let Some((session, _, None, log_bytes)) = &read {
+            self.log_bytes.lock().insert(
+                id.to_string(),
+                (session.incarnation.clone(), session.revision, *log_bytes),
+            );
+        }
+        Ok(read.map(|(session, handed, torn, log_bytes)| FoldedLog {
+            revision: self.token(&session.incarnation, session.revision),
+            header: session.header,
+            event_count: handed,
+            torn: torn.is_some(),
+            raw_log: None,
             log_bytes,
         }))
     }

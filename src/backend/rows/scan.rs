@@ -11,6 +11,7 @@
 //! decoded rows go past `maxLogBytes`, fails the read wherever the row is
 //! (never a torn tail).
 
+use crate::backend::EventSink;
 use crate::backend::limits::{Budget, Limits};
 use crate::codec::chunk_rows::{PackLimits, Record};
 use crate::error::{Error, Result};
@@ -349,6 +350,121 @@ where
     })
 }
 
+/// What [`fold_pipelined`] returns: the fetch's own value (the session
+/// row), how many events it handed on, the seq of the first torn row, and
+/// the decoded size of the rows read.
+pub type FoldedRead<S> = (S, u64, Option<i64>, u64);
+
+/// [`read_pipelined`] for a folding read ([`crate::backend::Backend::read_folding`]):
+/// every [`PIPELINE_CHUNK_ROWS`] rows fetched are decoded, judged and their
+/// intact events handed to `sink` at once, on this thread (nothing is kept:
+/// memory is a stretch of rows, not the log). The outcome is that of
+/// [`read_pipelined`]: a row past a limit fails the read wherever it is;
+/// the first row that does not decode or breaks contiguity starts the torn
+/// tail, or is committed corruption when it or a later row holds a
+/// `turn/end`. `sink` restarts first (a fetch that is run again after a
+/// lost connection starts over).
+pub fn fold_pipelined<S, E, F>(
+    ctx: &ReadCtx<'_>,
+    sink: &mut dyn EventSink,
+    fetch: F,
+) -> std::result::Result<Option<FoldedRead<S>>, E>
+where
+    F: FnOnce(&mut dyn FnMut(StoredRow)) -> std::result::Result<Option<S>, E>,
+    E: From<Error>,
+{
+    fold_in_stretches(ctx, sink, fetch, PIPELINE_CHUNK_ROWS)
+}
+
+/// [`fold_pipelined`] with stretches of `stretch` rows.
+fn fold_in_stretches<S, E, F>(
+    ctx: &ReadCtx<'_>,
+    sink: &mut dyn EventSink,
+    fetch: F,
+    stretch: usize,
+) -> std::result::Result<Option<FoldedRead<S>>, E>
+where
+    F: FnOnce(&mut dyn FnMut(StoredRow)) -> std::result::Result<Option<S>, E>,
+    E: From<Error>,
+{
+    sink.restart();
+    let mut judge = FoldJudge::default();
+    let mut pending: Vec<StoredRow> = Vec::with_capacity(stretch);
+    let fetched = fetch(&mut |row: StoredRow| {
+        pending.push(row);
+        if pending.len() == stretch {
+            let rows = std::mem::replace(&mut pending, Vec::with_capacity(stretch));
+            judge.stretch(decode_expand(rows, ctx), sink);
+        }
+    })?;
+    let Some(fetched) = fetched else {
+        return Ok(None);
+    };
+    if !pending.is_empty() {
+        judge.stretch(decode_expand(pending, ctx), sink);
+    }
+    let (handed, torn) = judge.finish()?;
+    Ok(Some((fetched, handed, torn, ctx.log_bytes())))
+}
+
+/// The rules of [`judge_parts`] applied stretch by stretch, in row order,
+/// without keeping the events.
+#[derive(Default)]
+struct FoldJudge {
+    expected: u64,
+    /// The seq of the first row that does not decode or breaks contiguity.
+    bad: Option<i64>,
+    /// That row, or a later one, holds a `turn/end`.
+    turn_end_from_bad: bool,
+    /// The first row past a read limit.
+    limit: Option<Error>,
+    handed: u64,
+}
+
+impl FoldJudge {
+    fn stretch(&mut self, mut part: DecodedRows, sink: &mut dyn EventSink) {
+        if self.limit.is_some() {
+            return;
+        }
+        let mut keep = 0;
+        for info in &part.infos {
+            if self.bad.is_some() {
+                self.turn_end_from_bad |= matches!(info.record, Some((_, _, true)));
+                continue;
+            }
+            match info.record {
+                Some((first, count, _)) if first == self.expected => {
+                    self.expected += count;
+                    keep = info.events_end;
+                }
+                other => {
+                    self.bad = Some(info.seq);
+                    self.turn_end_from_bad = matches!(other, Some((_, _, true)));
+                }
+            }
+        }
+        if let Some(e) = part.limit.take() {
+            self.limit = Some(e);
+            return;
+        }
+        part.events.truncate(keep);
+        if !part.events.is_empty() {
+            self.handed += part.events.len() as u64;
+            sink.events(part.events);
+        }
+    }
+
+    fn finish(self) -> Result<(u64, Option<i64>)> {
+        if let Some(e) = self.limit {
+            return Err(e);
+        }
+        match self.bad {
+            Some(seq) if self.turn_end_from_bad => Err(invalid_committed_row(seq)),
+            torn => Ok((self.handed, torn)),
+        }
+    }
+}
+
 /// The lowest seq a suffix read for `k` must fetch: the rows with
 /// `seq >= k`, and the packed rows (`ignorable = 0`) from this seq on that
 /// may cover `k` (a packed row holds at most `max_members` events).
@@ -475,6 +591,39 @@ mod tests {
             want,
             "one thread, {what}"
         );
+        // A folding read, in stretches of 1, 2, 3 and all rows.
+        struct Collect(Vec<Event>);
+        impl EventSink for Collect {
+            fn events(&mut self, mut events: Vec<Event>) {
+                self.0.append(&mut events);
+            }
+            fn restart(&mut self) {
+                self.0.clear();
+            }
+        }
+        for stretch in [1, 2, 3, PIPELINE_CHUNK_ROWS] {
+            let ctx = ReadCtx::new(&limits, "test", "test");
+            let mut sink = Collect(vec![
+                Event::parse(r#"{"type":"x","seq":0,"time":0,"data":1}"#).unwrap(),
+            ]);
+            let r = fold_in_stretches::<(), Error, _>(
+                &ctx,
+                &mut sink,
+                |f| {
+                    for row in rows.iter().cloned() {
+                        f(row);
+                    }
+                    Ok(Some(()))
+                },
+                stretch,
+            );
+            let got = show(r.map(|opt| {
+                let ((), handed, torn, _) = opt.expect("stored");
+                assert_eq!(handed, sink.0.len() as u64);
+                (std::mem::take(&mut sink.0), torn)
+            }));
+            assert_eq!(got, want, "folding in stretches of {stretch}, {what}");
+        }
     }
 
     #[test]

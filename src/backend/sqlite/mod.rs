@@ -38,8 +38,8 @@ use rusqlite::Connection;
 use crate::backend::limits::Limits;
 use crate::backend::writer_lock::{LOCK_DIR_NAME, LockSpace};
 use crate::backend::{
-    Backend, BackendKind, Expect, Location, RawArtifact, Revision, ScannedSuffix, StoredLog,
-    TornTail, WriterHolder, WriterLock,
+    Backend, BackendKind, EventSink, Expect, FoldedLog, Location, RawArtifact, Revision,
+    ScannedSuffix, StoredLog, TornTail, WriterHolder, WriterLock,
 };
 use crate::error::{Error, Result};
 use crate::model::event::Event;
@@ -371,6 +371,47 @@ impl Backend for SqliteBackend {
             torn: read.torn_from.map(|from_seq| TornTail::Sqlite { from_seq }),
             raw_log: None,
             recovered_events: 0,
+            log_bytes: read.log_bytes,
+        }))
+    }
+
+    fn read_folding(&self, id: &str, sink: &mut dyn EventSink) -> Result<Option<FoldedLog>> {
+        let mut ident = None;
+        let Some((read, handed)) = reader::fold_log(
+            |f| {
+                self.db
+                    .read(|c, i| {
+                        ident = Some(i.clone());
+                        f(c)
+                    })
+                    .map(Option::flatten)
+            },
+            &self.label,
+            id,
+            &self.limits,
+            sink,
+        )?
+        else {
+            return Ok(None);
+        };
+        let ident =
+            ident.ok_or_else(|| Error::invariant("a read found rows without a database"))?;
+        if read.torn_from.is_none() {
+            self.log_bytes.lock().insert(
+                id.to_string(),
+                (
+                    read.session.incarnation.clone(),
+                    read.session.revision,
+                    read.log_bytes,
+                ),
+            );
+        }
+        Ok(Some(FoldedLog {
+            revision: token(&ident, &read.session.incarnation, read.session.revision),
+            header: read.session.header,
+            event_count: handed,
+            torn: read.torn_from.is_some(),
+            raw_log: None,
             log_bytes: read.log_bytes,
         }))
     }

@@ -545,27 +545,7 @@ where
 {
     let ctx = ReadCtx::new(limits, label, id);
     let read = scan::read_pipelined(&ctx, |sink| {
-        with_conn(&mut |conn| {
-            let ctx = || format!("cannot read the events of session {}", quote(id));
-            let Some((tx, session)) = begin_read(conn, label, id)? else {
-                return Ok(None);
-            };
-            {
-                let mut stmt = tx
-                    .prepare_cached(&format!(
-                        "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq"
-                    ))
-                    .map_err(|e| sql_error(label, &ctx(), e))?;
-                let mut rows = stmt.query([id]).map_err(|e| sql_error(label, &ctx(), e))?;
-                let mut fetched = FetchBounds::new(limits, label, id);
-                while let Some(r) = rows.next().map_err(|e| sql_error(label, &ctx(), e))? {
-                    sink(fetched.row(r)?);
-                }
-            }
-            tx.finish()
-                .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
-            Ok(Some(session))
-        })
+        with_conn(&mut |conn| stream_rows(conn, label, id, limits, sink))
     })?;
     Ok(read.map(|(session, events, torn, log_bytes)| LogRead {
         session,
@@ -573,6 +553,69 @@ where
         // A torn row with a negative seq sorts first: everything is torn.
         torn_from: torn.map(|s| s.max(0) as u64),
         log_bytes,
+    }))
+}
+
+/// Every row of the log of `id`, in seq order, handed to `sink` (under one
+/// read transaction); the session row, or `None` when not stored.
+fn stream_rows(
+    conn: &mut Connection,
+    label: &str,
+    id: &str,
+    limits: &Limits,
+    sink: &mut dyn FnMut(StoredRow),
+) -> Result<Option<SessionRow>> {
+    let ctx = || format!("cannot read the events of session {}", quote(id));
+    let Some((tx, session)) = begin_read(conn, label, id)? else {
+        return Ok(None);
+    };
+    {
+        let mut stmt = tx
+            .prepare_cached(&format!(
+                "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq"
+            ))
+            .map_err(|e| sql_error(label, &ctx(), e))?;
+        let mut rows = stmt.query([id]).map_err(|e| sql_error(label, &ctx(), e))?;
+        let mut fetched = FetchBounds::new(limits, label, id);
+        while let Some(r) = rows.next().map_err(|e| sql_error(label, &ctx(), e))? {
+            sink(fetched.row(r)?);
+        }
+    }
+    tx.finish()
+        .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
+    Ok(Some(session))
+}
+
+/// [`read_log`] as a folding read: the events are handed to `events` as
+/// each stretch of rows is decoded and judged (see
+/// [`scan::fold_pipelined`]); `LogRead::events` stays empty and the count
+/// is returned beside it.
+pub fn fold_log<W>(
+    with_conn: W,
+    label: &str,
+    id: &str,
+    limits: &Limits,
+    events: &mut dyn crate::backend::EventSink,
+) -> Result<Option<(LogRead, u64)>>
+where
+    W: FnOnce(
+        &mut dyn FnMut(&mut Connection) -> Result<Option<SessionRow>>,
+    ) -> Result<Option<SessionRow>>,
+{
+    let ctx = ReadCtx::new(limits, label, id);
+    let read = scan::fold_pipelined(&ctx, events, |sink| {
+        with_conn(&mut |conn| stream_rows(conn, label, id, limits, sink))
+    })?;
+    Ok(read.map(|(session, handed, torn, log_bytes)| {
+        (
+            LogRead {
+                session,
+                events: Vec::new(),
+                torn_from: torn.map(|s| s.max(0) as u64),
+                log_bytes,
+            },
+            handed,
+        )
     }))
 }
 
