@@ -21,6 +21,20 @@
 //!   directories); not fsynced (a lost checkpoint costs one full read). A
 //!   file whose hash does not match its bytes is ignored.
 //!
+//! Why none for SQLite (yet): a checkpoint must be keyed by something that
+//! changes with every write that could change what a full read finds. The
+//! session row's `incarnation` + `revision` change with every write by a
+//! writer that follows schema 17 (ours, the original's), but not with a
+//! hand edit (`UPDATE events …` in the `sqlite3` shell); the rows' count,
+//! the largest rowid and a hash of the last row and of the header row miss
+//! an edit of a middle row. The database file's identity (plus the `-wal`
+//! file's size and header salts) changes with any commit by anyone, but
+//! then also with every other session's append, and an in-place page
+//! rewrite of the same size within one timestamp tick is not seen. Without
+//! a key that is both sound and stable, SQLite and PostgreSQL cold appends
+//! fold the rows instead ([`super::cold_fold`]: bounded memory, a full
+//! judgement).
+//!
 //! Why not resume from a checkpoint of an older revision and judge only
 //! the bytes appended since: that needs a JSONL read from a byte offset
 //! (frames and torn-tail rules from the middle of a log); left for later,
