@@ -50,7 +50,7 @@ from . import _lib
 from ._lib import check_uint, dumps, encode_json, encode_text, lib, loads, required
 from .plan import PlanMode
 from .session import Session
-from .store import Store
+from .store import Store, _by_id
 
 T = TypeVar("T")
 Json = Any
@@ -226,6 +226,12 @@ def live_results() -> int:
     return int(lib.dsh_result_live())
 
 
+# (plain, _id_json) forms of the paged reads.
+_LOAD = (lib.dsh_store_load_paged_ex, lib.dsh_store_load_id_json_paged_ex)
+_INSPECT = (lib.dsh_store_inspect_paged_ex, lib.dsh_store_inspect_id_json_paged_ex)
+_READ_FROM = (lib.dsh_store_read_from_paged_ex, lib.dsh_store_read_from_id_json_paged_ex)
+
+
 class _Opening:
     """``await AsyncStore.open(cfg)`` or ``async with AsyncStore.open(cfg) as s``."""
 
@@ -296,45 +302,48 @@ class AsyncStore:
         # (the GIL still switches every sys.getswitchinterval()).
         return _cancellable(lambda t: loads(required(_read_ex(self.sync, fn, args, t), fn)))  # type: ignore[return-value]
 
+    # load, inspect and read_from (and their _raw forms, and iterate) route an
+    # id a C string cannot carry to the `_id_json` form, as the sync methods.
+
+    async def _paged(self, session_id: str, plain: Any, id_json: Any, *args: Any) -> Dict[str, Any]:
+        fn, sid = _by_id(session_id, plain, id_json)
+        return await _collect(await _read_paged(self.sync, fn, (sid, *args)))
+
+    async def _paged_text(self, session_id: str, plain: Any, id_json: Any, *args: Any) -> str:
+        fn, sid = _by_id(session_id, plain, id_json)
+        return await _collect_text(await _read_paged(self.sync, fn, (sid, *args)))
+
     async def load_raw(self, session_id: str) -> str:
         """:meth:`Store.load_raw`, paged: the text arrives in slices (see :meth:`load`)."""
-        return await self._paged_text(lib.dsh_store_load_paged_ex, encode_text(session_id, "session_id"))
-
-    async def _paged(self, fn: Any, *args: Any) -> Dict[str, Any]:
-        return await _collect(await _read_paged(self.sync, fn, args))
-
-    async def _paged_text(self, fn: Any, *args: Any) -> str:
-        return await _collect_text(await _read_paged(self.sync, fn, args))
+        return await self._paged_text(session_id, *_LOAD)
 
     async def load(self, session_id: str) -> Dict[str, Any]:
         """:meth:`Store.load`; cancelled before its repair began, it commits none.
         Paged: read in a worker thread, parsed on the loop a page at a time."""
-        return await self._paged(lib.dsh_store_load_paged_ex, encode_text(session_id, "session_id"))
+        return await self._paged(session_id, *_LOAD)
 
     async def inspect_raw(self, session_id: str) -> str:
         """:meth:`Store.inspect_raw`, paged: the text arrives in slices (see :meth:`load`)."""
-        return await self._paged_text(lib.dsh_store_inspect_paged_ex, encode_text(session_id, "session_id"))
+        return await self._paged_text(session_id, *_INSPECT)
 
     async def inspect(self, session_id: str) -> Dict[str, Any]:
         """:meth:`Store.inspect`, paged as :meth:`load`."""
-        return await self._paged(lib.dsh_store_inspect_paged_ex, encode_text(session_id, "session_id"))
+        return await self._paged(session_id, *_INSPECT)
 
     async def read_from_raw(self, session_id: str, from_seq: int = 0) -> str:
         """:meth:`Store.read_from_raw`, paged as :meth:`load_raw`."""
-        sid = encode_text(session_id, "session_id")
-        return await self._paged_text(lib.dsh_store_read_from_paged_ex, sid, check_uint(from_seq, "from_seq"))
+        return await self._paged_text(session_id, *_READ_FROM, check_uint(from_seq, "from_seq"))
 
     async def read_from(self, session_id: str, from_seq: int = 0) -> Dict[str, Any]:
         """:meth:`Store.read_from`, paged as :meth:`load`."""
-        sid = encode_text(session_id, "session_id")
-        return await self._paged(lib.dsh_store_read_from_paged_ex, sid, check_uint(from_seq, "from_seq"))
+        return await self._paged(session_id, *_READ_FROM, check_uint(from_seq, "from_seq"))
 
     async def iterate(self, session_id: str, from_seq: int = 0) -> AsyncIterator[Dict[str, Any]]:
         """The events of :meth:`read_from` one at a time
         (``async for ev in store.iterate(id)``): read at the first step, then
         parsed a page at a time; leaving the loop early frees the read."""
-        sid = encode_text(session_id, "session_id")
-        result = await _read_paged(self.sync, lib.dsh_store_read_from_paged_ex, (sid, check_uint(from_seq, "from_seq")))
+        fn, sid = _by_id(session_id, *_READ_FROM)
+        result = await _read_paged(self.sync, fn, (sid, check_uint(from_seq, "from_seq")))
         try:
             async for page in _pages(result):
                 for ev in page:
@@ -343,8 +352,7 @@ class AsyncStore:
             lib.dsh_result_free(result)
 
     async def read_raw(self, session_id: str) -> Optional[Dict[str, Any]]:
-        sid = encode_text(session_id, "session_id")
-        fn = lib.dsh_store_read_raw_ex
+        fn, sid = _by_id(session_id, lib.dsh_store_read_raw_ex, lib.dsh_store_read_raw_id_json_ex)
         return loads(await _cancellable(lambda t: _read_ex(self.sync, fn, (sid,), t)))
 
     async def list_raw(self) -> str:
@@ -385,7 +393,8 @@ class AsyncStore:
     # -- session management and the catalog reads (issue 19) --------------------
 
     async def delete(self, session_id: str) -> None:
-        """:meth:`Store.delete` (a write: runs to its end once begun)."""
+        """:meth:`Store.delete` (a write: runs to its end once begun; the
+        sync method routes an id a C string cannot carry)."""
         await _in_thread(self.sync.delete, session_id)
 
     async def import_jsonl(self, new_id: str, jsonl: str) -> Dict[str, Any]:
