@@ -46,7 +46,7 @@ import time
 from ctypes import c_void_p
 from typing import Any, AsyncIterator, Callable, Dict, List, Optional, TypeVar, Union
 
-from . import _lib
+from . import _gc, _lib
 from ._lib import check_uint, dumps, encode_json, encode_text, lib, loads, required
 from .plan import PlanMode
 from .session import Session
@@ -180,12 +180,18 @@ async def _pages(result: Any) -> AsyncIterator[List[Any]]:
         await asyncio.sleep(0)
 
 
-async def _collect(result: Any) -> Dict[str, Any]:
-    """The whole ``{meta, events}`` of ``result``, page by page; frees it."""
+async def _collect(result: Any, gc_untrack: bool) -> Dict[str, Any]:
+    """The whole ``{meta, events}`` of ``result``, page by page; frees it.
+    ``gc_untrack``: each page is taken off the cyclic GC as it is parsed
+    (:func:`dsh_persist._gc.untrack`), and the whole value at the end."""
     try:
         value = json.loads(_owned(lib.dsh_result_head, result))
+        if gc_untrack:
+            _gc.untrack(value)  # while its events list is empty: no walk of 100k events
         events = value["events"]
         async for page in _pages(result):
+            if gc_untrack:
+                _gc.untrack(page)
             events.extend(page)
         return value
     finally:
@@ -235,15 +241,16 @@ _READ_FROM = (lib.dsh_store_read_from_paged_ex, lib.dsh_store_read_from_id_json_
 class _Opening:
     """``await AsyncStore.open(cfg)`` or ``async with AsyncStore.open(cfg) as s``."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, gc_untrack: bool) -> None:
         self._config = config
+        self._gc_untrack = gc_untrack
         self._store: Optional[AsyncStore] = None
 
     def __await__(self):  # type: ignore[no-untyped-def]
         return self._open().__await__()
 
     async def _open(self) -> "AsyncStore":
-        return AsyncStore(await _in_thread(Store.open, self._config))
+        return AsyncStore(await _in_thread(Store.open, self._config), gc_untrack=self._gc_untrack)
 
     async def __aenter__(self) -> "AsyncStore":
         self._store = await self._open()
@@ -257,15 +264,27 @@ class _Opening:
 class AsyncStore:
     """A :class:`~dsh_persist.Store` whose disk work runs off the event loop.
 
-    ``sync`` is the underlying store (its synchronous methods stay usable)."""
+    ``sync`` is the underlying store (its synchronous methods stay usable).
 
-    def __init__(self, store: Store) -> None:
+    ``gc_untrack`` (default ``True``; an attribute, may be changed at any
+    time): :meth:`load`, :meth:`inspect` and :meth:`read_from` take the
+    events they return off CPython's cyclic GC as each page is parsed
+    (:mod:`dsh_persist._gc`), so neither the load nor the host's later full
+    collections walk them. The cost: a reference cycle made later *through*
+    a returned list is never collected (dicts re-track themselves when a
+    container is stored in them). Set it to ``False`` to keep them tracked.
+    No effect outside CPython with a GIL. ``iterate`` never untracks (its
+    pages die young)."""
+
+    def __init__(self, store: Store, *, gc_untrack: bool = True) -> None:
         self.sync = store
+        self.gc_untrack = gc_untrack
 
     @staticmethod
-    def open(config: Any) -> _Opening:
-        """Opens a store (see :meth:`Store.open`); await it or use ``async with``."""
-        return _Opening(config)
+    def open(config: Any, *, gc_untrack: bool = True) -> _Opening:
+        """Opens a store (see :meth:`Store.open`); await it or use ``async with``.
+        ``gc_untrack``: see the class."""
+        return _Opening(config, gc_untrack)
 
     async def close(self) -> None:
         """Drains every live session and closes the store (waits for calls in flight)."""
@@ -307,7 +326,7 @@ class AsyncStore:
 
     async def _paged(self, session_id: str, plain: Any, id_json: Any, *args: Any) -> Dict[str, Any]:
         fn, sid = _by_id(session_id, plain, id_json)
-        return await _collect(await _read_paged(self.sync, fn, (sid, *args)))
+        return await _collect(await _read_paged(self.sync, fn, (sid, *args)), self.gc_untrack)
 
     async def _paged_text(self, session_id: str, plain: Any, id_json: Any, *args: Any) -> str:
         fn, sid = _by_id(session_id, plain, id_json)
