@@ -218,6 +218,12 @@ pub const ADDED_FUNCTIONS: &[&str] = &[
     "dsh_store_read_from_id_json",
     "dsh_store_read_raw_id_json",
     "dsh_store_delete_id_json",
+    // Their forms for the async wrappers (issue 18): paged, cancellable.
+    "dsh_store_load_id_json_paged_ex",
+    "dsh_store_inspect_id_json_paged_ex",
+    "dsh_store_read_from_id_json_paged_ex",
+    "dsh_store_read_raw_id_json_ex",
+    "dsh_store_delete_id_json_ex",
 ];
 
 /// The `dsh_*` function names the header declares (an identifier followed

@@ -10,11 +10,20 @@
 //! library is; the JSONL backend finds the session directory it spells.
 //! Two stored ids that differ only in their lone surrogates cannot be told
 //! apart this way: such an id is `DSH_CONFLICT`, naming the directories.
+//!
+//! The async wrappers (issue 18) reach the same ids through the `_ex`
+//! forms below: `dsh_store_{load,inspect,read_from}_id_json_paged_ex`
+//! (a paged result, as `dsh_store_load_paged_ex`),
+//! `dsh_store_read_raw_id_json_ex` and `dsh_store_delete_id_json_ex`, each
+//! one [`ex_call`] around the body of its synchronous `_id_json` form.
 
+use std::borrow::Cow;
 use std::os::raw::c_char;
 
 use super::args::{Out, str_arg};
 use super::boundary::{FfiError, ffi_call};
+use super::cancel::{Cancellable, dsh_cancel, dsh_error, ex_call};
+use super::result::{self, dsh_result};
 use super::status::dsh_status;
 use super::store::{dsh_store, raw_artifact_json, store_ref, write_text};
 use crate::model::json::{self, JsonText};
@@ -58,6 +67,22 @@ unsafe fn view_call(
         // SAFETY: checked by `Out::new`.
         unsafe { write_text(out, text, "session JSON") }
     })
+}
+
+/// One `_id_json` paged view call: the id decoded, the view as a `dsh_result`.
+///
+/// # Safety
+/// Pointers are NULL or valid as the callers describe.
+unsafe fn paged_view_call(
+    store: *mut dsh_store,
+    id_json: *const c_char,
+    out_result: *mut *mut dsh_result,
+    op: impl FnOnce(&Store, &str) -> crate::Result<SessionView>,
+) -> dsh_status {
+    // SAFETY: the caller's contract.
+    let id_arg = || unsafe { id_json_arg(id_json, "id_json") }.map(Cow::Owned);
+    // SAFETY: forwarded contract.
+    unsafe { result::view_call_with(store, id_arg, out_result, op) }
 }
 
 /// `dsh_store_load` of the session whose id is given as JSON string text
@@ -191,6 +216,157 @@ pub unsafe extern "C" fn dsh_store_delete_id_json(
         let id = unsafe { id_json_arg(id_json, "id_json") }?;
         store.run(|s| Ok(s.delete(&id)?))
     })
+}
+
+/// `dsh_store_load_paged_ex` with the id as JSON string text (see
+/// `dsh_store_load_id_json`): the async wrappers' path for ids a C string
+/// cannot carry.
+///
+/// - `store`, `id_json`: required (non-NULL; borrowed for the call).
+/// - `out_result`: required (non-NULL); on `DSH_OK` receives the result
+///   (owned by the caller, freed with `dsh_result_free`); untouched on
+///   failure.
+/// - `cancel`, `out_error`: as in the `_ex` forms (NULL: none).
+///
+/// Statuses as `dsh_store_load_id_json`, plus `DSH_CANCELLED`. Cancellable
+/// throughout, as `dsh_store_load_ex`. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_load_id_json`; `cancel` is NULL or a live token;
+/// `out_error` is NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_load_id_json_paged_ex(
+    store: *mut dsh_store,
+    id_json: *const c_char,
+    out_result: *mut *mut dsh_result,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            paged_view_call(store, id_json, out_result, |s, id| s.load(id))
+        })
+    }
+}
+
+/// `dsh_store_inspect_paged_ex` with the id as JSON string text (see
+/// `dsh_store_load_id_json_paged_ex`; writes nothing, as
+/// `dsh_store_inspect`).
+///
+/// - `store`, `id_json`: required (non-NULL; borrowed for the call).
+/// - `out_result`: required (non-NULL); on `DSH_OK` receives the result
+///   (owned by the caller, freed with `dsh_result_free`).
+/// - `cancel`, `out_error`: as in the `_ex` forms (NULL: none).
+///
+/// Statuses as `dsh_store_load_id_json_paged_ex`. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_load_id_json_paged_ex`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_inspect_id_json_paged_ex(
+    store: *mut dsh_store,
+    id_json: *const c_char,
+    out_result: *mut *mut dsh_result,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            paged_view_call(store, id_json, out_result, |s, id| s.inspect(id))
+        })
+    }
+}
+
+/// `dsh_store_read_from_paged_ex` with the id as JSON string text (see
+/// `dsh_store_load_id_json_paged_ex`).
+///
+/// - `store`, `id_json`: required (non-NULL; borrowed for the call).
+///   `from_seq`: any value.
+/// - `out_result`: required (non-NULL); on `DSH_OK` receives the result
+///   (owned by the caller, freed with `dsh_result_free`).
+/// - `cancel`, `out_error`: as in the `_ex` forms (NULL: none).
+///
+/// Statuses as `dsh_store_load_id_json_paged_ex`. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_load_id_json_paged_ex`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_read_from_id_json_paged_ex(
+    store: *mut dsh_store,
+    id_json: *const c_char,
+    from_seq: u64,
+    out_result: *mut *mut dsh_result,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    let from = i64::try_from(from_seq).unwrap_or(i64::MAX);
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            paged_view_call(store, id_json, out_result, |s, id| s.read_from(id, from))
+        })
+    }
+}
+
+/// `dsh_store_read_raw_id_json` with a cancel token and a thread-independent
+/// error (as `dsh_store_read_raw_ex`).
+///
+/// - `store`, `id_json`: required (non-NULL; borrowed for the call).
+/// - `out_json`: required (non-NULL); on `DSH_OK` receives an owned
+///   string (free it with `dsh_free`), or NULL when the session is not
+///   stored (still `DSH_OK`).
+/// - `cancel`, `out_error`: as in the `_ex` forms (NULL: none).
+///
+/// Statuses as `dsh_store_read_raw_id_json`, plus `DSH_CANCELLED`.
+/// Cancellable throughout. May run on any thread.
+///
+/// # Safety
+/// As `dsh_store_read_raw_id_json`; `cancel` is NULL or a live token;
+/// `out_error` is NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_read_raw_id_json_ex(
+    store: *mut dsh_store,
+    id_json: *const c_char,
+    out_json: *mut *mut c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::Throughout, || {
+            dsh_store_read_raw_id_json(store, id_json, out_json)
+        })
+    }
+}
+
+/// `dsh_store_delete_id_json` with a cancel token and a thread-independent
+/// error (as `dsh_store_delete_ex`).
+///
+/// - `store`, `id_json`: required (non-NULL; borrowed for the call).
+/// - `cancel`, `out_error`: as in the `_ex` forms (NULL: none).
+///
+/// Statuses as `dsh_store_delete_id_json`, plus `DSH_CANCELLED`. A write:
+/// the token is checked once, before the call starts. May run on any
+/// thread.
+///
+/// # Safety
+/// As `dsh_store_delete_id_json`; `cancel` is NULL or a live token;
+/// `out_error` is NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dsh_store_delete_id_json_ex(
+    store: *mut dsh_store,
+    id_json: *const c_char,
+    cancel: *mut dsh_cancel,
+    out_error: *mut *mut dsh_error,
+) -> dsh_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        ex_call(cancel, out_error, Cancellable::BeforeStart, || {
+            dsh_store_delete_id_json(store, id_json)
+        })
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! holds the two equal), so a host that joins the slices, or the head and
 //! the pages, gets the same value.
 
+use std::borrow::Cow;
 use std::os::raw::c_char;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -91,13 +92,29 @@ pub(crate) unsafe fn view_call(
     out_result: *mut *mut dsh_result,
     op: impl FnOnce(&Store, &str) -> crate::Result<SessionView>,
 ) -> dsh_status {
+    // SAFETY: the caller's contract.
+    let id_arg = || unsafe { str_arg(id, "id") }.map(Cow::Borrowed);
+    // SAFETY: forwarded contract.
+    unsafe { view_call_with(store, id_arg, out_result, op) }
+}
+
+/// [`view_call`] with the id decoded by `id_arg` (the `_id_json` forms
+/// decode JSON string text), after the store is checked.
+///
+/// # Safety
+/// Pointers are NULL or valid as documented on the exports.
+pub(crate) unsafe fn view_call_with<'a>(
+    store: *mut dsh_store,
+    id_arg: impl FnOnce() -> Result<Cow<'a, str>, FfiError>,
+    out_result: *mut *mut dsh_result,
+    op: impl FnOnce(&Store, &str) -> crate::Result<SessionView>,
+) -> dsh_status {
     ffi_call(|| {
         // SAFETY: the caller's contract.
         let store = unsafe { store_ref(store) }?;
-        // SAFETY: the caller's contract.
-        let id = unsafe { str_arg(id, "id") }?;
+        let id = id_arg()?;
         let out = Out::new(out_result, "out_result")?;
-        let result = store.run(|s| Ok(dsh_result::of_view(&op(s, id)?)))?;
+        let result = store.run(|s| Ok(dsh_result::of_view(&op(s, &id)?)))?;
         // SAFETY: checked by `Out::new`.
         unsafe { write_result(out, result) };
         Ok(())

@@ -28,6 +28,73 @@ static void argument_checks(dsh_store *store) {
                   "U+0000");
 }
 
+/* The text of a paged result joined from its slices (freed), as the sync call's. */
+static char *joined(dsh_result *r) {
+    uint64_t bytes = 0, offset = 0, next = 0;
+    CHECK(dsh_result_count(r, NULL, &bytes));
+    char *all = calloc(1, (size_t)bytes + 1);
+    EXPECT(all != NULL);
+    while (offset < bytes) {
+        char *piece = NULL;
+        CHECK(dsh_result_text(r, offset, 7, &piece, &next));
+        memcpy(all + offset, piece, (size_t)(next - offset));
+        dsh_free(piece);
+        offset = next;
+    }
+    CHECK(dsh_result_free(r));
+    return all;
+}
+
+/* The async wrappers' forms (paged, cancellable) reach the same ids and
+ * give the same text as the synchronous `_id_json` calls. */
+static void async_forms(dsh_store *store) {
+    char *sync = NULL, *out = NULL;
+    dsh_result *r = NULL;
+    dsh_error *err = NULL;
+    dsh_cancel *cancel = NULL;
+    CHECK(dsh_store_load_id_json(store, NUL_ID, &sync));
+    CHECK(dsh_store_load_id_json_paged_ex(store, NUL_ID, &r, NULL, &err));
+    EXPECT(err == NULL);
+    char *text = joined(r);
+    EXPECT(strcmp(text, sync) == 0);
+    free(text);
+    dsh_free(sync);
+    CHECK(dsh_store_inspect_id_json(store, NUL_ID, &sync));
+    CHECK(dsh_store_inspect_id_json_paged_ex(store, NUL_ID, &r, NULL, NULL));
+    text = joined(r);
+    EXPECT(strcmp(text, sync) == 0);
+    free(text);
+    dsh_free(sync);
+    CHECK(dsh_store_read_from_id_json(store, LONE_ID, 1, &sync));
+    CHECK(dsh_store_read_from_id_json_paged_ex(store, LONE_ID, 1, &r, NULL, NULL));
+    text = joined(r);
+    EXPECT(strcmp(text, sync) == 0);
+    free(text);
+    dsh_free(sync);
+    /* Failures carry their message in the error object. */
+    r = NULL;
+    EXPECT(dsh_store_load_id_json_paged_ex(store, LONE_ID, &r, NULL, &err) == DSH_CORRUPTION);
+    EXPECT(err != NULL && dsh_error_status(err) == DSH_CORRUPTION);
+    EXPECT(strstr(dsh_error_message(err), "lone surrogate") != NULL);
+    CHECK(dsh_error_free(err));
+    EXPECT(dsh_store_inspect_id_json_paged_ex(store, "a", &r, NULL, &err) == DSH_INVALID_ARGUMENT);
+    EXPECT(strstr(dsh_error_message(err), "JSON string text") != NULL);
+    CHECK(dsh_error_free(err));
+    EXPECT(r == NULL); /* never written on failure */
+    CHECK(dsh_store_read_raw_id_json_ex(store, NUL_ID, &out, NULL, NULL));
+    EXPECT_RESULT(out, "\"filename\":\"session.jsonl\"");
+    /* A cancelled token stops the read and the delete before they start. */
+    CHECK(dsh_cancel_new(&cancel));
+    CHECK(dsh_cancel_cancel(cancel));
+    EXPECT(dsh_store_load_id_json_paged_ex(store, NUL_ID, &r, cancel, NULL) == DSH_CANCELLED);
+    EXPECT(dsh_store_delete_id_json_ex(store, NUL_ID, cancel, &err) == DSH_CANCELLED);
+    EXPECT(dsh_error_status(err) == DSH_CANCELLED);
+    CHECK(dsh_error_free(err));
+    CHECK(dsh_cancel_free(cancel));
+    CHECK(dsh_store_load_id_json(store, NUL_ID, &out)); /* still there */
+    dsh_free(out);
+}
+
 static void jsonl(const char *root) {
     char config[4096];
     char *out = NULL;
@@ -64,6 +131,8 @@ static void jsonl(const char *root) {
     EXPECT_STATUS(dsh_store_inspect_id_json(store, LONE_ID, &out), DSH_CORRUPTION,
                   "lone surrogate");
 
+    async_forms(store);
+
     /* Delete, then it is gone. */
     CHECK(dsh_store_delete_id_json(store, NUL_ID));
     EXPECT_STATUS(dsh_store_load_id_json(store, NUL_ID, &out), DSH_NOT_FOUND, "not found");
@@ -82,6 +151,9 @@ static void sqlite(const char *db) {
     CHECK(dsh_store_load_id_json(store, NUL_ID, &out));
     EXPECT_RESULT(out, "turn/end");
     EXPECT_STATUS(dsh_store_read_raw_id_json(store, NUL_ID, &out), DSH_UNSUPPORTED, "");
+    /* The async wrappers' delete. */
+    CHECK(dsh_store_delete_id_json_ex(store, NUL_ID, NULL, NULL));
+    EXPECT_STATUS(dsh_store_load_id_json(store, NUL_ID, &out), DSH_NOT_FOUND, "not found");
     CHECK(dsh_store_close(store));
 }
 

@@ -11,7 +11,7 @@
 const { fns } = require('./lib');
 const { runAsync } = require('./async');
 const paged = require('./paged');
-const { Store } = require('./store');
+const { Store, byId } = require('./store');
 const { Session } = require('./session');
 const { PlanMode } = require('./plan');
 const { InvalidArgumentError, Status } = require('./errors');
@@ -29,6 +29,17 @@ async function pagedValue(fn, a, store, opts) {
 async function pagedText(fn, a, store, opts) {
   const signal = sig(opts);
   return paged.collectText(await paged.readPaged(fn, a, [store], signal), signal);
+}
+
+/** `[fn, args]` of a paged view read of `id` (the `_id_json` form for ids a C string cannot carry). */
+function viewArgs(store, id, plain, idJson) {
+  const [fn, sid] = byId(id, plain, idJson);
+  return [fn, [store._ptr(), sid]];
+}
+
+function readFromArgs(store, id, fromSeq) {
+  const [fn, sid] = byId(id, fns.dsh_store_read_from_paged_ex, fns.dsh_store_read_from_id_json_paged_ex);
+  return [fn, [store._ptr(), sid, args.uint64(fromSeq, 'fromSeq')]];
 }
 
 function checkSession(session) {
@@ -58,25 +69,25 @@ Object.assign(Store.prototype, {
   // load, inspect and readFrom read into a paged result (src/paged.js): the
   // log is read on a worker thread, then taken on the loop page by page. As
   // before, the …RawAsync forms throw on bad arguments, the parsed ones reject.
+  // An id a C string cannot carry goes to the `_id_json` form (byId), as in
+  // the synchronous methods.
   loadRawAsync(id, opts) {
-    return pagedText(fns.dsh_store_load_paged_ex, [this._ptr(), args.text(id, 'id')], this, opts);
+    return pagedText(...viewArgs(this, id, fns.dsh_store_load_paged_ex, fns.dsh_store_load_id_json_paged_ex), this, opts);
   },
   async loadAsync(id, opts) {
-    return pagedValue(fns.dsh_store_load_paged_ex, [this._ptr(), args.text(id, 'id')], this, opts);
+    return pagedValue(...viewArgs(this, id, fns.dsh_store_load_paged_ex, fns.dsh_store_load_id_json_paged_ex), this, opts);
   },
   inspectRawAsync(id, opts) {
-    return pagedText(fns.dsh_store_inspect_paged_ex, [this._ptr(), args.text(id, 'id')], this, opts);
+    return pagedText(...viewArgs(this, id, fns.dsh_store_inspect_paged_ex, fns.dsh_store_inspect_id_json_paged_ex), this, opts);
   },
   async inspectAsync(id, opts) {
-    return pagedValue(fns.dsh_store_inspect_paged_ex, [this._ptr(), args.text(id, 'id')], this, opts);
+    return pagedValue(...viewArgs(this, id, fns.dsh_store_inspect_paged_ex, fns.dsh_store_inspect_id_json_paged_ex), this, opts);
   },
   readFromRawAsync(id, fromSeq = 0, opts) {
-    const a = [this._ptr(), args.text(id, 'id'), args.uint64(fromSeq, 'fromSeq')];
-    return pagedText(fns.dsh_store_read_from_paged_ex, a, this, opts);
+    return pagedText(...readFromArgs(this, id, fromSeq), this, opts);
   },
   async readFromAsync(id, fromSeq = 0, opts) {
-    const a = [this._ptr(), args.text(id, 'id'), args.uint64(fromSeq, 'fromSeq')];
-    return pagedValue(fns.dsh_store_read_from_paged_ex, a, this, opts);
+    return pagedValue(...readFromArgs(this, id, fromSeq), this, opts);
   },
   /**
    * The stored events with `seq >= fromSeq` (as readFromAsync) one at a time:
@@ -85,11 +96,12 @@ Object.assign(Store.prototype, {
    */
   iterateAsync(id, opts = {}) {
     const signal = sig(opts);
-    const a = [this._ptr(), args.text(id, 'id'), args.uint64((opts && opts.fromSeq) ?? 0, 'fromSeq')];
-    return paged.iterate(() => paged.readPaged(fns.dsh_store_read_from_paged_ex, a, [this], signal), signal);
+    const [fn, a] = readFromArgs(this, id, (opts && opts.fromSeq) ?? 0);
+    return paged.iterate(() => paged.readPaged(fn, a, [this], signal), signal);
   },
   async readRawAsync(id, opts) {
-    const t = await runAsync(fns.dsh_store_read_raw_ex, [this._ptr(), args.text(id, 'id')], { handles: [this], signal: sig(opts), out: 'text' });
+    const [fn, sid] = byId(id, fns.dsh_store_read_raw_ex, fns.dsh_store_read_raw_id_json_ex);
+    const t = await runAsync(fn, [this._ptr(), sid], { handles: [this], signal: sig(opts), out: 'text' });
     return t === null || t === undefined ? null : parse(t);
   },
   async listAsync(opts) {
@@ -119,7 +131,8 @@ Object.assign(Store.prototype, {
   },
   // -- session management and the catalog reads (issue 19) --
   deleteAsync(id) {
-    return runAsync(fns.dsh_store_delete_ex, [this._ptr(), args.text(id, 'id')], { handles: [this] }).then(() => undefined);
+    const [fn, sid] = byId(id, fns.dsh_store_delete_ex, fns.dsh_store_delete_id_json_ex);
+    return runAsync(fn, [this._ptr(), sid], { handles: [this] }).then(() => undefined);
   },
   async pruneAsync(options, opts) {
     // The signal stops the listing; once the deletions begin they all run.

@@ -189,6 +189,12 @@ const PROTOTYPES = [
   'dsh_status dsh_store_load_paged_ex(dsh_store *store, const char *id, _Out_ dsh_result **out_result, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
   'dsh_status dsh_store_inspect_paged_ex(dsh_store *store, const char *id, _Out_ dsh_result **out_result, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
   'dsh_status dsh_store_read_from_paged_ex(dsh_store *store, const char *id, uint64_t from_seq, _Out_ dsh_result **out_result, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  // the same for ids a C string cannot carry (id as JSON string text)
+  'dsh_status dsh_store_load_id_json_paged_ex(dsh_store *store, const char *id_json, _Out_ dsh_result **out_result, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_inspect_id_json_paged_ex(dsh_store *store, const char *id_json, _Out_ dsh_result **out_result, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_read_from_id_json_paged_ex(dsh_store *store, const char *id_json, uint64_t from_seq, _Out_ dsh_result **out_result, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_read_raw_id_json_ex(dsh_store *store, const char *id_json, _Out_ dsh_owned_str *out_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
+  'dsh_status dsh_store_delete_id_json_ex(dsh_store *store, const char *id_json, dsh_cancel *cancel, _Out_ dsh_error **out_error)',
   'dsh_status dsh_result_count(const dsh_result *result, _Out_ uint64_t *out_events, _Out_ uint64_t *out_bytes)',
   'dsh_status dsh_result_head(const dsh_result *result, _Out_ dsh_owned_str *out_json)',
   'dsh_status dsh_result_page(const dsh_result *result, uint64_t first, uint64_t max_bytes, _Out_ dsh_owned_str *out_json, _Out_ uint64_t *out_next)',

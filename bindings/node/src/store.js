@@ -240,4 +240,4 @@ class Store extends Handle {
   }
 }
 
-module.exports = { Store };
+module.exports = { Store, byId };

@@ -28,10 +28,11 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
+from dsh_persist import gc_untrack  # noqa: E402
 from dsh_persist.aio import AsyncStore  # noqa: E402
 from conv import complete_turn  # noqa: E402
 
-GCS = []  # (start, end) of each collection
+GCS = []  # (start, end, generation) of each collection
 _gc_start = [0.0]
 
 
@@ -39,7 +40,7 @@ def _on_gc(phase, info):
     if phase == "start":
         _gc_start[0] = time.perf_counter()
     else:
-        GCS.append((_gc_start[0], time.perf_counter()))
+        GCS.append((_gc_start[0], time.perf_counter(), info["generation"]))
 
 
 gc.callbacks.append(_on_gc)
@@ -81,14 +82,17 @@ async def stall(work):
     await asyncio.sleep(0.005)
     gaps.clear()
     gc_from = len(GCS)
-    await work()
+    # What the work returns is kept until the ticker stopped: freeing 100k
+    # events (~30 ms) is the host's to schedule, not part of the call.
+    kept = await work()
     await asyncio.sleep(0.003)
     stop = True
     await t
+    del kept
     mine = GCS[gc_from:]
 
     def overlaps_gc(g):
-        return any(a < g[1] and b > g[0] for a, b in mine)
+        return any(a < g[1] and b > g[0] for a, b, _ in mine)
 
     def ms(g):
         return max(0.0, (g[1] - g[0]) * 1000 - 1)
@@ -98,7 +102,9 @@ async def stall(work):
         "worst": max([ms(g) for g in gaps], default=0.0),
         "no_gc": max([ms(g) for g in clean], default=0.0),
         "gaps": [ms(g) for g in gaps],
-        "gc_max": max([(b - a) * 1000 for a, b in mine], default=0.0),
+        "gc_max": max([(b - a) * 1000 for a, b, _ in mine], default=0.0),
+        "gc_max_gen": max(mine, key=lambda c: c[1] - c[0], default=(0, 0, "-"))[2],
+        "full": sum(1 for c in mine if c[2] == 2),
         "cpu_max": max([g[2] for g in gaps], default=0.0),
         "cpu_no_gc": max([g[2] for g in clean], default=0.0),
         "worst_gap": max(gaps, key=ms, default=(0, 0, 0, 0)),
@@ -111,7 +117,9 @@ def summary(results):
     p99 = gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))] if gaps else 0.0
     return (
         f"median {worst[len(worst) // 2]:.1f}  max {worst[-1]:.1f}  p99 {p99:.1f}  "
-        f"no-GC max {max(r['no_gc'] for r in results):.1f}  GC pause max {max(r['gc_max'] for r in results):.1f}  "
+        f"no-GC max {max(r['no_gc'] for r in results):.1f}  "
+        f"GC pause max {max(r['gc_max'] for r in results):.1f} (gen {max(results, key=lambda r: r['gc_max'])['gc_max_gen']}; "
+        f"{max(r['full'] for r in results)} full)  "
         f"on-CPU max {max(r['cpu_max'] for r in results):.1f} (no GC {max(r['cpu_no_gc'] for r in results):.1f})  "
         f"worst = {breakdown(results)}"
     )
@@ -122,6 +130,27 @@ def breakdown(results):
     g = max((r["worst_gap"] for r in results), key=lambda g: g[1] - g[0])
     total = (g[1] - g[0]) * 1000
     return f"{g[2]:.1f} on-CPU + {g[3]:.1f} waiting for a core + {max(0.0, total - g[2] - g[3]):.1f} other"
+
+
+def collect_after_sync_load(store):
+    """The time of one full collection with a sync-loaded 100k view alive,
+    as loaded and after dsh_persist.gc_untrack(view) (whose walk is timed too)."""
+    out = []
+    for untrack in (False, True):
+        gc.collect()
+        view = store.load("big")
+        t0 = time.perf_counter()
+        if untrack:
+            gc_untrack(view)
+        t1 = time.perf_counter()
+        gc.collect()
+        t2 = time.perf_counter()
+        out.append((t1 - t0, t2 - t1))
+        del view
+    return (
+        f"{out[0][1] * 1000:.1f} ms as loaded; {out[1][1] * 1000:.1f} ms after gc_untrack(view) "
+        f"(its walk {out[1][0] * 1000:.0f} ms, once)"
+    )
 
 
 async def main(kind, runs):
@@ -151,7 +180,14 @@ async def main(kind, runs):
                 await asyncio.sleep(0)
 
             async def sync_load():
-                store.sync.load("big")
+                return store.sync.load("big")
+
+            async def tracked_load():
+                store.gc_untrack = False
+                try:
+                    return await store.load("big")
+                finally:
+                    store.gc_untrack = True
 
             async def iterate():
                 k = 0
@@ -163,6 +199,7 @@ async def main(kind, runs):
                 ("200 x append+flush (await)", lambda: cycles(s.flush)),
                 (f"load_raw of {count} events (await)", lambda: store.load_raw("big")),
                 (f"load of {count} events (await)", lambda: store.load("big")),
+                ("  the same, gc_untrack=False", tracked_load),
                 (f"iterate over {count} events", iterate),
             ]
             rows = []
@@ -174,6 +211,7 @@ async def main(kind, runs):
                 rows.append((what, summary(results)))
             rows.append(("200 x append+flush (sync)", f"{(await stall(lambda: cycles(sync_flush)))['worst']:.1f} (one run)"))
             rows.append((f"load of {count} events (sync)", f"{(await stall(sync_load))['worst']:.1f} (one run)"))
+            rows.append(("one gc.collect() after a sync load", collect_after_sync_load(store.sync)))
             await s.close()
         load = " ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"backend {kind}, {runs} runs, load average {load} on {os.cpu_count()} cores")

@@ -14,6 +14,8 @@ An installed package carries the library; ``DSH_PERSIST_LIB`` overrides it,
 and a checkout of the repository uses the crate's ``target/release`` (see
 :mod:`dsh_persist._lib`). Paths in configs and headers may be
 ``pathlib.Path``; :class:`DshIOError` is also an :class:`OSError`.
+:func:`gc_untrack` takes a loaded value off CPython's cyclic GC (see
+:mod:`dsh_persist._gc`; ``dsh_persist.aio`` does it by default).
 """
 
 from ._errors import (
@@ -30,6 +32,7 @@ from ._errors import (
     NotFoundError,
     UnsupportedError,
 )
+from ._gc import untrack as gc_untrack
 from ._lib import __version__, library_path, library_version
 from .follow import Follower
 from .plan import PlanMode
@@ -53,6 +56,7 @@ __all__ = [
     "InvariantError",
     "UnsupportedError",
     "DshPanicError",
+    "gc_untrack",
     "__version__",
     "library_path",
     "library_version",

@@ -178,6 +178,12 @@ DECLARATIONS: List[Tuple[str, Any, Sequence[Any]]] = [
     ("dsh_store_load_paged_ex", STATUS, [store_p, c_char_p, POINTER(result_p), cancel_p, POINTER(error_p)]),
     ("dsh_store_inspect_paged_ex", STATUS, [store_p, c_char_p, POINTER(result_p), cancel_p, POINTER(error_p)]),
     ("dsh_store_read_from_paged_ex", STATUS, [store_p, c_char_p, c_uint64, POINTER(result_p), cancel_p, POINTER(error_p)]),
+    # the same for ids a C string cannot carry (id as JSON string text)
+    ("dsh_store_load_id_json_paged_ex", STATUS, [store_p, c_char_p, POINTER(result_p), cancel_p, POINTER(error_p)]),
+    ("dsh_store_inspect_id_json_paged_ex", STATUS, [store_p, c_char_p, POINTER(result_p), cancel_p, POINTER(error_p)]),
+    ("dsh_store_read_from_id_json_paged_ex", STATUS, [store_p, c_char_p, c_uint64, POINTER(result_p), cancel_p, POINTER(error_p)]),
+    ("dsh_store_read_raw_id_json_ex", STATUS, [store_p, c_char_p, out_str, cancel_p, POINTER(error_p)]),
+    ("dsh_store_delete_id_json_ex", STATUS, [store_p, c_char_p, cancel_p, POINTER(error_p)]),
     ("dsh_result_count", STATUS, [result_p, POINTER(c_uint64), POINTER(c_uint64)]),
     ("dsh_result_head", STATUS, [result_p, out_str]),
     ("dsh_result_page", STATUS, [result_p, c_uint64, c_uint64, out_str, POINTER(c_uint64)]),

@@ -27,9 +27,10 @@ slices), with ``await asyncio.sleep(0)`` between pages, so no single step
 parses the whole log under the GIL. ``iterate(id, from_seq)`` yields the
 events one at a time (``async for``) without keeping them all; leave it
 with ``break`` inside ``contextlib.aclosing`` (or call ``aclose()``) to free
-its read at once. The cyclic GC of CPython < 3.14 is not incremental: a
-host that keeps a large log in memory pays full collections proportional to
-its heap (see the README's stall figures).
+its read at once. The events ``load``, ``inspect`` and ``read_from`` return
+are taken off CPython's cyclic GC as each page is parsed (``gc_untrack``,
+see :class:`AsyncStore` and :mod:`dsh_persist._gc`), so full collections
+(not incremental before CPython 3.14) do not walk them.
 
 Two helpers carry every operation: :func:`_in_thread` (a synchronous method
 in the executor) and :func:`_cancellable` (an ``_ex`` read under a token), so
@@ -46,11 +47,11 @@ import time
 from ctypes import c_void_p
 from typing import Any, AsyncIterator, Callable, Dict, List, Optional, TypeVar, Union
 
-from . import _lib
+from . import _gc, _lib
 from ._lib import check_uint, dumps, encode_json, encode_text, lib, loads, required
 from .plan import PlanMode
 from .session import Session
-from .store import Store
+from .store import Store, _by_id
 
 T = TypeVar("T")
 Json = Any
@@ -137,7 +138,15 @@ async def _read_paged(handle: Any, fn: Any, args: tuple) -> Any:
 # to the loop (``await asyncio.sleep(0)``) between pages, so no single step
 # parses megabytes while holding the GIL. The page size adapts to keep one
 # step (parse and use of a page) near _PAGE_TARGET_S on this machine.
-_PAGE_TARGET_S = 0.0005
+#
+# The target is small (0.125 ms, a few KB) for the cyclic GC's sake: a young
+# collection that fires inside json.loads promotes the half-built page, and
+# enough promoted objects trigger a full collection (the host's whole heap).
+# Measured on a 100k-event load: 2 full collections at 0.5 ms steps, 1 at
+# 0.25, 0 at 0.125, the same total time; 0.0625 took ~10% longer. The text
+# slices of the _raw forms are plain copies and keep 0.5 ms.
+_PAGE_TARGET_S = 0.000125
+_SLICE_TARGET_S = 0.0005
 _MIN_PAGE_BYTES = 4 << 10
 _MAX_PAGE_BYTES = 128 << 10
 _FIRST_PAGE_BYTES = 32 << 10
@@ -152,9 +161,9 @@ def _owned(fn: Any, *args: Any) -> str:
         lib.dsh_free(out)
 
 
-def _next_budget(budget: int, nbytes: int, seconds: float) -> int:
+def _next_budget(budget: int, nbytes: int, seconds: float, target: float = _PAGE_TARGET_S) -> int:
     """The next page size, from how long the last one took (grows at most 2x a page)."""
-    want = min(nbytes / max(seconds, 0.00005) * _PAGE_TARGET_S, 2 * budget)
+    want = min(nbytes / max(seconds, 0.00005) * target, 2 * budget)
     return int(min(_MAX_PAGE_BYTES, max(_MIN_PAGE_BYTES, want)))
 
 
@@ -180,12 +189,18 @@ async def _pages(result: Any) -> AsyncIterator[List[Any]]:
         await asyncio.sleep(0)
 
 
-async def _collect(result: Any) -> Dict[str, Any]:
-    """The whole ``{meta, events}`` of ``result``, page by page; frees it."""
+async def _collect(result: Any, gc_untrack: bool) -> Dict[str, Any]:
+    """The whole ``{meta, events}`` of ``result``, page by page; frees it.
+    ``gc_untrack``: each page is taken off the cyclic GC as it is parsed
+    (:func:`dsh_persist._gc.untrack`), and the whole value at the end."""
     try:
         value = json.loads(_owned(lib.dsh_result_head, result))
+        if gc_untrack:
+            _gc.untrack(value)  # while its events list is empty: no walk of 100k events
         events = value["events"]
         async for page in _pages(result):
+            if gc_untrack:
+                _gc.untrack(page)
             events.extend(page)
         return value
     finally:
@@ -204,7 +219,7 @@ async def _collect_text(result: Any) -> str:
         while offset < total.value:
             t0 = time.perf_counter()
             parts.append(_owned_slice(result, offset, budget, nxt))
-            budget = _next_budget(budget, nxt.value - offset, time.perf_counter() - t0)
+            budget = _next_budget(budget, nxt.value - offset, time.perf_counter() - t0, _SLICE_TARGET_S)
             offset = nxt.value
             await asyncio.sleep(0)
         return "".join(parts)
@@ -226,18 +241,25 @@ def live_results() -> int:
     return int(lib.dsh_result_live())
 
 
+# (plain, _id_json) forms of the paged reads.
+_LOAD = (lib.dsh_store_load_paged_ex, lib.dsh_store_load_id_json_paged_ex)
+_INSPECT = (lib.dsh_store_inspect_paged_ex, lib.dsh_store_inspect_id_json_paged_ex)
+_READ_FROM = (lib.dsh_store_read_from_paged_ex, lib.dsh_store_read_from_id_json_paged_ex)
+
+
 class _Opening:
     """``await AsyncStore.open(cfg)`` or ``async with AsyncStore.open(cfg) as s``."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, gc_untrack: bool) -> None:
         self._config = config
+        self._gc_untrack = gc_untrack
         self._store: Optional[AsyncStore] = None
 
     def __await__(self):  # type: ignore[no-untyped-def]
         return self._open().__await__()
 
     async def _open(self) -> "AsyncStore":
-        return AsyncStore(await _in_thread(Store.open, self._config))
+        return AsyncStore(await _in_thread(Store.open, self._config), gc_untrack=self._gc_untrack)
 
     async def __aenter__(self) -> "AsyncStore":
         self._store = await self._open()
@@ -251,15 +273,27 @@ class _Opening:
 class AsyncStore:
     """A :class:`~dsh_persist.Store` whose disk work runs off the event loop.
 
-    ``sync`` is the underlying store (its synchronous methods stay usable)."""
+    ``sync`` is the underlying store (its synchronous methods stay usable).
 
-    def __init__(self, store: Store) -> None:
+    ``gc_untrack`` (default ``True``; an attribute, may be changed at any
+    time): :meth:`load`, :meth:`inspect` and :meth:`read_from` take the
+    events they return off CPython's cyclic GC as each page is parsed
+    (:mod:`dsh_persist._gc`), so neither the load nor the host's later full
+    collections walk them. The cost: a reference cycle made later *through*
+    a returned list is never collected (dicts re-track themselves when a
+    container is stored in them). Set it to ``False`` to keep them tracked.
+    No effect outside CPython with a GIL. ``iterate`` never untracks (its
+    pages die young)."""
+
+    def __init__(self, store: Store, *, gc_untrack: bool = True) -> None:
         self.sync = store
+        self.gc_untrack = gc_untrack
 
     @staticmethod
-    def open(config: Any) -> _Opening:
-        """Opens a store (see :meth:`Store.open`); await it or use ``async with``."""
-        return _Opening(config)
+    def open(config: Any, *, gc_untrack: bool = True) -> _Opening:
+        """Opens a store (see :meth:`Store.open`); await it or use ``async with``.
+        ``gc_untrack``: see the class."""
+        return _Opening(config, gc_untrack)
 
     async def close(self) -> None:
         """Drains every live session and closes the store (waits for calls in flight)."""
@@ -296,45 +330,48 @@ class AsyncStore:
         # (the GIL still switches every sys.getswitchinterval()).
         return _cancellable(lambda t: loads(required(_read_ex(self.sync, fn, args, t), fn)))  # type: ignore[return-value]
 
+    # load, inspect and read_from (and their _raw forms, and iterate) route an
+    # id a C string cannot carry to the `_id_json` form, as the sync methods.
+
+    async def _paged(self, session_id: str, plain: Any, id_json: Any, *args: Any) -> Dict[str, Any]:
+        fn, sid = _by_id(session_id, plain, id_json)
+        return await _collect(await _read_paged(self.sync, fn, (sid, *args)), self.gc_untrack)
+
+    async def _paged_text(self, session_id: str, plain: Any, id_json: Any, *args: Any) -> str:
+        fn, sid = _by_id(session_id, plain, id_json)
+        return await _collect_text(await _read_paged(self.sync, fn, (sid, *args)))
+
     async def load_raw(self, session_id: str) -> str:
         """:meth:`Store.load_raw`, paged: the text arrives in slices (see :meth:`load`)."""
-        return await self._paged_text(lib.dsh_store_load_paged_ex, encode_text(session_id, "session_id"))
-
-    async def _paged(self, fn: Any, *args: Any) -> Dict[str, Any]:
-        return await _collect(await _read_paged(self.sync, fn, args))
-
-    async def _paged_text(self, fn: Any, *args: Any) -> str:
-        return await _collect_text(await _read_paged(self.sync, fn, args))
+        return await self._paged_text(session_id, *_LOAD)
 
     async def load(self, session_id: str) -> Dict[str, Any]:
         """:meth:`Store.load`; cancelled before its repair began, it commits none.
         Paged: read in a worker thread, parsed on the loop a page at a time."""
-        return await self._paged(lib.dsh_store_load_paged_ex, encode_text(session_id, "session_id"))
+        return await self._paged(session_id, *_LOAD)
 
     async def inspect_raw(self, session_id: str) -> str:
         """:meth:`Store.inspect_raw`, paged: the text arrives in slices (see :meth:`load`)."""
-        return await self._paged_text(lib.dsh_store_inspect_paged_ex, encode_text(session_id, "session_id"))
+        return await self._paged_text(session_id, *_INSPECT)
 
     async def inspect(self, session_id: str) -> Dict[str, Any]:
         """:meth:`Store.inspect`, paged as :meth:`load`."""
-        return await self._paged(lib.dsh_store_inspect_paged_ex, encode_text(session_id, "session_id"))
+        return await self._paged(session_id, *_INSPECT)
 
     async def read_from_raw(self, session_id: str, from_seq: int = 0) -> str:
         """:meth:`Store.read_from_raw`, paged as :meth:`load_raw`."""
-        sid = encode_text(session_id, "session_id")
-        return await self._paged_text(lib.dsh_store_read_from_paged_ex, sid, check_uint(from_seq, "from_seq"))
+        return await self._paged_text(session_id, *_READ_FROM, check_uint(from_seq, "from_seq"))
 
     async def read_from(self, session_id: str, from_seq: int = 0) -> Dict[str, Any]:
         """:meth:`Store.read_from`, paged as :meth:`load`."""
-        sid = encode_text(session_id, "session_id")
-        return await self._paged(lib.dsh_store_read_from_paged_ex, sid, check_uint(from_seq, "from_seq"))
+        return await self._paged(session_id, *_READ_FROM, check_uint(from_seq, "from_seq"))
 
     async def iterate(self, session_id: str, from_seq: int = 0) -> AsyncIterator[Dict[str, Any]]:
         """The events of :meth:`read_from` one at a time
         (``async for ev in store.iterate(id)``): read at the first step, then
         parsed a page at a time; leaving the loop early frees the read."""
-        sid = encode_text(session_id, "session_id")
-        result = await _read_paged(self.sync, lib.dsh_store_read_from_paged_ex, (sid, check_uint(from_seq, "from_seq")))
+        fn, sid = _by_id(session_id, *_READ_FROM)
+        result = await _read_paged(self.sync, fn, (sid, check_uint(from_seq, "from_seq")))
         try:
             async for page in _pages(result):
                 for ev in page:
@@ -343,8 +380,7 @@ class AsyncStore:
             lib.dsh_result_free(result)
 
     async def read_raw(self, session_id: str) -> Optional[Dict[str, Any]]:
-        sid = encode_text(session_id, "session_id")
-        fn = lib.dsh_store_read_raw_ex
+        fn, sid = _by_id(session_id, lib.dsh_store_read_raw_ex, lib.dsh_store_read_raw_id_json_ex)
         return loads(await _cancellable(lambda t: _read_ex(self.sync, fn, (sid,), t)))
 
     async def list_raw(self) -> str:
@@ -385,7 +421,8 @@ class AsyncStore:
     # -- session management and the catalog reads (issue 19) --------------------
 
     async def delete(self, session_id: str) -> None:
-        """:meth:`Store.delete` (a write: runs to its end once begun)."""
+        """:meth:`Store.delete` (a write: runs to its end once begun; the
+        sync method routes an id a C string cannot carry)."""
         await _in_thread(self.sync.delete, session_id)
 
     async def import_jsonl(self, new_id: str, jsonl: str) -> Dict[str, Any]:
