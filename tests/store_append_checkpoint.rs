@@ -316,3 +316,27 @@ fn a_live_session_leaves_a_checkpoint_when_it_closes() {
     let err = store.append_json("live", &other).unwrap_err();
     assert!(err.to_string().contains("seq"), "{err}");
 }
+
+#[test]
+fn a_close_saves_the_checkpoints_of_the_longest_logs_only() {
+    let events = workload(200);
+    let t = support::TempDir::new("ckpt-many");
+    let config = StoreConfig::jsonl(t.path().display().to_string());
+    let s = Store::open(config.clone()).unwrap();
+    let extra = 6;
+    let sessions = append_checkpoint::MAX_SAVED_AT_CLOSE + extra;
+    for i in 0..sessions {
+        let id = format!("s{i:03}");
+        s.create(SessionHeader::new(&id, 1)).unwrap();
+        s.append(&id, events[..10 + i].to_vec()).unwrap();
+    }
+    s.close().unwrap();
+    let dir = cache_of(&config);
+    let saved = fs::read_dir(dir.join("append")).unwrap().count();
+    assert_eq!(saved, append_checkpoint::MAX_SAVED_AT_CLOSE);
+    let s = Store::open(config).unwrap();
+    for i in 0..sessions {
+        let id = format!("s{i:03}");
+        assert_eq!(checkpoint_of(&s, &id).is_some(), i >= extra, "{id}");
+    }
+}

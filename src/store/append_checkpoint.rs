@@ -16,7 +16,7 @@
 //!   exactly the state it describes, never after any other write (a writer
 //!   without our checkpoint, a repair, a rewrite): those read the log.
 //! - Written by the store when it closes (or is dropped), for the sessions
-//!   it appended to cold, and by a live session when it closes (never on
+//!   it appended to cold (the [`MAX_SAVED_AT_CLOSE`] longest), and by a live session when it closes (never on
 //!   an append's path), to a temporary name and renamed (0600, in 0700
 //!   directories); not fsynced (a lost checkpoint costs one full read). A
 //!   file whose hash does not match its bytes is ignored.
@@ -54,6 +54,10 @@ const MAGIC: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     "\n"
 );
+
+/// Checkpoints a store writes when it closes, at most (the sessions with
+/// the longest logs; the others are read whole by their next cold append).
+pub const MAX_SAVED_AT_CLOSE: usize = 64;
 
 /// What a cold append continues from.
 #[derive(Clone, Debug, PartialEq)]

@@ -96,11 +96,19 @@ impl Shared {
     /// Persists the append state of every session this store appended to
     /// cold whose log is still as the store left it (best effort).
     pub(crate) fn save_checkpoints(&self) {
-        let tails: Vec<(String, Tail)> = self.tails.lock().drain().collect();
+        let mut tails: Vec<(String, Tail)> = self
+            .tails
+            .lock()
+            .drain()
+            .filter(|(_, t)| !t.persisted && !t.revision.0.is_empty())
+            .collect();
+        // The longest logs first, and a bounded number: a store that
+        // appended to 100k small sessions must not spend its close writing
+        // 100k files that each save less than they cost.
+        tails.sort_by_key(|(_, t)| std::cmp::Reverse(t.next_seq));
+        tails.truncate(append_checkpoint::MAX_SAVED_AT_CLOSE);
         for (id, t) in tails {
-            if !t.persisted && !t.revision.0.is_empty() {
-                self.save_checkpoint(&id, t.header, t.revision, t.next_seq, t.rules);
-            }
+            self.save_checkpoint(&id, t.header, t.revision, t.next_seq, t.rules);
         }
     }
 

@@ -291,9 +291,14 @@ pub(crate) fn project_dirs(root: &Path) -> Result<Vec<String>> {
 /// The session directories named after `id` under any project of `root`
 /// (the id alone does not name the project). Costs one readdir of the root
 /// and one stat per project directory; each project holding a candidate is
-/// also checked for flat-layout files, and when there is no candidate, a
+/// also checked for flat-layout files (a readdir of the project, remembered
+/// while the directory is unchanged: [`super::project_check`]), and when there is no candidate, a
 /// flat `<project>/<id>.jsonl[.zstd]` file is refused rather than ignored.
-pub(crate) fn find_session_dirs(root: &Path, id: &str) -> Result<Vec<PathBuf>> {
+pub(crate) fn find_session_dirs(
+    root: &Path,
+    id: &str,
+    checks: &super::project_check::ProjectChecks,
+) -> Result<Vec<PathBuf>> {
     let escaped = escape_id(id)?;
     let mut found = Vec::new();
     let projects = project_dirs(root)?;
@@ -330,7 +335,7 @@ pub(crate) fn find_session_dirs(root: &Path, id: &str) -> Result<Vec<PathBuf>> {
         found.extend(twins);
     }
     for dir in &found {
-        check_project_dir(dir.parent().expect("session dir has a project"))?;
+        checks.check(dir.parent().expect("session dir has a project"))?;
     }
     if found.is_empty() {
         for project in &projects {

@@ -20,6 +20,7 @@ pub mod delete;
 pub mod frames;
 pub mod layout;
 pub mod nofollow;
+pub mod project_check;
 pub mod reader;
 pub mod revision;
 pub mod salvage;
@@ -93,6 +94,8 @@ pub struct JsonlBackend {
     limits: Limits,
     files: Mutex<HashMap<PathBuf, FileState>>,
     locks: LockSpace,
+    /// The flat-layout verdicts of project directories, while unchanged.
+    projects: project_check::ProjectChecks,
 }
 
 impl std::fmt::Debug for JsonlBackend {
@@ -141,6 +144,7 @@ impl JsonlBackend {
             pack_chunks: config.pack_chunks,
             limits: config.limits,
             files: Mutex::new(HashMap::new()),
+            projects: project_check::ProjectChecks::default(),
         })
     }
 
@@ -168,7 +172,7 @@ impl JsonlBackend {
     /// count; two logs for one id are refused.
     fn find_file(&self, id: &str) -> Result<Option<PathBuf>> {
         let mut found: Option<PathBuf> = None;
-        for dir in layout::find_session_dirs(&self.root, id)? {
+        for dir in layout::find_session_dirs(&self.root, id, &self.projects)? {
             if let Some(file) = layout::session_file(&dir, self.compression)? {
                 if let Some(prev) = &found {
                     let prev_dir = prev.parent().expect("log in a session dir");
@@ -664,7 +668,7 @@ impl JsonlBackend {
     /// of `id` holds it, so none of these files is being written. Best
     /// effort: a file that cannot be removed stays for the next writer.
     fn remove_orphaned_temps(&self, id: &str) {
-        let Ok(dirs) = layout::find_session_dirs(&self.root, id) else {
+        let Ok(dirs) = layout::find_session_dirs(&self.root, id, &self.projects) else {
             return;
         };
         for dir in dirs {
