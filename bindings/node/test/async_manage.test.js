@@ -118,7 +118,15 @@ for (const backend of ['jsonl', 'sqlite']) {
         const ac = new AbortController();
         const p = call({ signal: ac.signal });
         ac.abort(); // the call has just begun on its worker thread
-        await assert.rejects(p, (e) => e.name === 'AbortError');
+        const settled = await p.then(() => 'done', (e) => e);
+        if (settled === 'done') {
+          // Only a prune whose deletions had begun when the abort arrived:
+          // they all ran (documented; never a part).
+          assert.equal(call, calls[2], 'an aborted read finished');
+          assert.equal((await ids(store)).length, 1, 'keepNewest: 1 kept one');
+          return;
+        }
+        assert.equal(settled.name, 'AbortError', String(settled));
         assert.equal(snapshot(dir), before, 'nothing written');
       }
       assert.equal((await ids(store)).length, 300, 'the aborted prune deleted nothing');
