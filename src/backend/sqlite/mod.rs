@@ -723,4 +723,51 @@ mod tests {
         assert_eq!(be.list().unwrap_err().to_string(), want);
         assert_eq!(be.list_snapshots().unwrap_err().to_string(), want);
     }
+
+    #[test]
+    fn list_refuses_a_bad_revision_or_incarnation_behind_plain_rows() {
+        // Plain in every other column: the revision and incarnation checks
+        // of the plain query send these rows to the full one.
+        for (set, want) in [
+            (
+                "revision = -1",
+                "session \"y\" row has revision -1, not a non-negative safe integer",
+            ),
+            (
+                "revision = 9007199254740992",
+                "session \"y\" row has revision 9007199254740992, not a non-negative safe integer",
+            ),
+            (
+                "incarnation = 'not-a-uuid'",
+                "session \"y\" row has incarnation \"not-a-uuid\", not a UUID",
+            ),
+            (
+                "incarnation = '0123456789ab-cdef-0123-4567-89abcdef0123'",
+                "session \"y\" row has incarnation \"0123456789ab-cdef-0123-4567-89abcdef0123\", not a UUID",
+            ),
+        ] {
+            let be = backend_with(&["x", "y", "z"]);
+            be.with_conn(|c| {
+                c.execute_batch(&format!("UPDATE sessions SET {set} WHERE id = 'y'"))
+                    .unwrap();
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(be.list().unwrap_err().to_string(), want, "{set}");
+            assert_eq!(be.list_snapshots().unwrap_err().to_string(), want, "{set}");
+        }
+        // An upper-case UUID is a UUID (as `crate::uuid::is_uuid` has it).
+        let be = backend_with(&["x", "y"]);
+        be.with_conn(|c| {
+            c.execute_batch(
+                "UPDATE sessions SET incarnation = upper(incarnation), revision = 9007199254740991 WHERE id = 'y'",
+            )
+            .unwrap();
+            Ok(())
+        })
+        .unwrap();
+        let listed = be.list().unwrap();
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed[1].id, "y");
+    }
 }

@@ -28,36 +28,67 @@ const SESSION_COLUMNS: &str = "id, version, created_at, cwd, parent_session, see
 
 /// [`list_headers`]' first query: the columns of a plain row (version 0,
 /// every optional header column NULL and a valid revision: what most
-/// sessions hold), in the fifth column the incarnation of such a row, else
-/// `NULL` (a plain row's incarnation must also be a UUID: checked in Rust,
-/// where it costs a few nanoseconds; a GLOB of the pattern took a third of
-/// a listing), and the rowid. Column positions match
-/// [`LIST_FROM_SQL`] (the constant in place of `version` costs nothing per
-/// row and is never read). Fetching the five NULL columns one by one costs
+/// sessions hold), in the fifth column the incarnation of a row whose
+/// version is 0 and optional columns NULL, else `NULL`, then the revision
+/// and the rowid. Column positions match [`LIST_FROM_SQL`] up to the
+/// fourth (the constant in place of `version` costs nothing per row and is
+/// never read), so a value of a wrong type is reported at the same index. The incarnation must be a UUID and the revision an
+/// integer in 0..=2^53-1 for the row to be plain: both are checked in Rust,
+/// where it costs a few nanoseconds (a GLOB of the UUID pattern took a
+/// third of a listing; `typeof` and `BETWEEN` of the revision in SQL a
+/// fifth of the query). Fetching the five NULL columns one by one costs
 /// about a fifth of a listing; the test for them in SQL is cheaper.
-const LIST_PLAIN_SQL: &str = "SELECT id, 0, created_at, cwd, CASE WHEN version = 0 AND parent_session IS NULL AND seed_length IS NULL AND origin IS NULL AND delegation_depth IS NULL AND agent_preset IS NULL AND typeof(revision) = 'integer' AND revision BETWEEN 0 AND 9007199254740991 THEN incarnation END, rowid FROM sessions ORDER BY rowid";
+const LIST_PLAIN_SQL: &str = "SELECT id, 0, created_at, cwd, CASE WHEN version = 0 AND parent_session IS NULL AND seed_length IS NULL AND origin IS NULL AND delegation_depth IS NULL AND agent_preset IS NULL THEN incarnation END, revision, rowid FROM sessions ORDER BY rowid";
 
 /// The rowid of a row of [`LIST_PLAIN_SQL`] that is not plain: flagged in
-/// SQL, or an incarnation that is not a UUID.
+/// SQL, an incarnation that is not a UUID, or a revision that is not an
+/// integer in range.
 fn not_plain(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<i64>> {
-    match r.get_ref(4)? {
-        ValueRef::Text(t) if is_uuid_bytes(t) => Ok(None),
-        _ => r.get(5).map(Some),
-    }
+    let plain = match r.get_ref(4)? {
+        ValueRef::Text(t) if is_uuid_bytes(t) => matches!(
+            r.get_ref(5)?,
+            ValueRef::Integer(v) if (0..=crate::model::json::MAX_SAFE_INTEGER).contains(&v)
+        ),
+        _ => false,
+    };
+    if plain { Ok(None) } else { r.get(6).map(Some) }
 }
+
+/// What a byte of a UUID's text is: 1 a hex digit, 2 the dash.
+const UUID_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        if b.is_ascii_hexdigit() {
+            t[c] = 1;
+        } else if b == b'-' {
+            t[c] = 2;
+        }
+        c += 1;
+    }
+    t
+};
+
+/// The class ([`UUID_CLASS`]) each byte of a UUID's text must have.
+const UUID_SHAPE: [u8; 36] = {
+    let mut s = [1u8; 36];
+    s[8] = 2;
+    s[13] = 2;
+    s[18] = 2;
+    s[23] = 2;
+    s
+};
 
 /// [`crate::uuid::is_uuid`] of stored bytes (a valid one is ASCII, so its
 /// lossy text is the same bytes).
 fn is_uuid_bytes(b: &[u8]) -> bool {
-    // Without an early exit per byte (this runs for every listed row).
+    // One table look-up per byte, without an early exit (this runs for
+    // every listed row).
     b.len() == 36
-        && b.iter().enumerate().fold(true, |ok, (i, &c)| {
-            ok & if matches!(i, 8 | 13 | 18 | 23) {
-                c == b'-'
-            } else {
-                c.is_ascii_hexdigit()
-            }
-        })
+        && b.iter()
+            .zip(UUID_SHAPE)
+            .fold(true, |ok, (&c, want)| ok & (UUID_CLASS[c as usize] == want))
 }
 
 /// [`list_headers`]' query from the first row that is not plain on: the
@@ -670,4 +701,32 @@ pub fn last_logical_seq(
         .next()
         .map(|row| scan::last_logical_seq_of(id, row))
         .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_bytes_agree_with_is_uuid() {
+        let good = "0123abcd-ef45-6789-ABCD-ef0123456789";
+        let mut cases = vec![good.to_string(), String::new(), "x".repeat(36)];
+        for i in 0..good.len() {
+            for c in ['-', 'g', 'G', '0', 'f', 'F', '/', ':', '@', '`', '\u{e9}'] {
+                let mut s: Vec<char> = good.chars().collect();
+                s[i] = c;
+                cases.push(s.into_iter().collect());
+            }
+        }
+        cases.push(format!("{good}0"));
+        cases.push(good[..35].to_string());
+        for case in &cases {
+            assert_eq!(
+                is_uuid_bytes(case.as_bytes()),
+                crate::uuid::is_uuid(case),
+                "{case:?}"
+            );
+        }
+        assert!(is_uuid_bytes(good.as_bytes()));
+    }
 }

@@ -1,6 +1,7 @@
 //! Schema 17: connection pragmas, database identity, pristine-file
 //! initialisation and schema comparison (SPEC §4.1).
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 use crate::error::{Error, Result};
@@ -47,9 +48,15 @@ CREATE TABLE events (
 ) STRICT;
 ";
 
-/// The schema objects `sqlite_master` must hold: (type, name, table, SQL).
-/// Automatic indexes have no SQL.
-fn expected_objects() -> Vec<(String, String, String, Option<String>)> {
+/// The schema objects `sqlite_master` must hold: (type, name, table, SQL),
+/// sorted. Automatic indexes have no SQL. Made once per process.
+fn expected_objects() -> &'static Objects {
+    static EXPECTED: once_cell::sync::Lazy<Objects> =
+        once_cell::sync::Lazy::new(make_expected_objects);
+    &EXPECTED
+}
+
+fn make_expected_objects() -> Objects {
     let mut out = Vec::new();
     for stmt in SCHEMA_SQL.split(';') {
         let stmt = stmt.trim();
@@ -176,24 +183,78 @@ fn set_and_verify(
 }
 
 /// Connection-level pragmas that do not touch the file: busy timeout,
-/// `trusted_schema = OFF`, `mmap_size = 0`, `foreign_keys = ON`.
+/// `trusted_schema = OFF`, `mmap_size = 0`, `foreign_keys = ON`, each read
+/// back. Four calls and two statements at every open: `PRAGMA busy_timeout
+/// = N` and `PRAGMA mmap_size = 0` answer with the value in effect, and the
+/// two flags are set through `sqlite3_db_config`, which answers with the
+/// flag in effect (the same flags as their pragmas; a statement per pragma
+/// and another per read-back was a tenth of a reading open).
 pub fn apply_connection_pragmas(
     conn: &Connection,
     label: &str,
     busy_timeout_ms: u32,
 ) -> Result<()> {
-    conn.busy_timeout(std::time::Duration::from_millis(u64::from(busy_timeout_ms)))
+    let got = set_returning(conn, "busy_timeout", &busy_timeout_ms.to_string())
         .map_err(|e| sql_error(label, "cannot set the busy timeout", e))?;
-    let got = pragma_value(conn, label, "busy_timeout")?;
     if got.as_deref() != Some(busy_timeout_ms.to_string().as_str()) {
         return Err(Error::io_msg(format!(
             "{label}: busy timeout {busy_timeout_ms} ms did not take effect (reads back {})",
             got.as_deref().unwrap_or("nothing")
         )));
     }
-    set_and_verify(conn, label, "trusted_schema", "OFF", "0")?;
-    set_and_verify(conn, label, "mmap_size", "0", "0")?;
-    set_and_verify(conn, label, "foreign_keys", "ON", "1")?;
+    set_flag(
+        conn,
+        label,
+        "trusted_schema",
+        DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA,
+        false,
+    )?;
+    let got = set_returning(conn, "mmap_size", "0")
+        .map_err(|e| sql_error(label, "cannot set PRAGMA mmap_size", e))?;
+    // No row at all (an in-memory database, where memory mapping never
+    // applies) is what mmap_size = 0 asks for.
+    if got.as_deref().is_some_and(|v| v != "0") {
+        return Err(Error::io_msg(format!(
+            "{label}: PRAGMA mmap_size = 0 did not take effect (reads back {})",
+            got.as_deref().unwrap_or("nothing")
+        )));
+    }
+    set_flag(
+        conn,
+        label,
+        "foreign_keys",
+        DbConfig::SQLITE_DBCONFIG_ENABLE_FKEY,
+        true,
+    )
+}
+
+/// `PRAGMA name = value`, returning the value it answers with (`None`
+/// when it answers with no row).
+fn set_returning(conn: &Connection, name: &str, value: &str) -> rusqlite::Result<Option<String>> {
+    conn.query_row(&format!("PRAGMA {name} = {value}"), [], |r| {
+        let v: rusqlite::types::Value = r.get(0)?;
+        Ok(match v {
+            rusqlite::types::Value::Integer(i) => i.to_string(),
+            rusqlite::types::Value::Text(t) => t,
+            other => format!("{other:?}"),
+        })
+    })
+    .optional()
+}
+
+/// The connection flag of `PRAGMA pragma = ON|OFF`, set through
+/// `sqlite3_db_config` and checked against the flag it reports.
+fn set_flag(conn: &Connection, label: &str, pragma: &str, flag: DbConfig, on: bool) -> Result<()> {
+    let value = if on { "ON" } else { "OFF" };
+    let got = conn
+        .set_db_config(flag, on)
+        .map_err(|e| sql_error(label, &format!("cannot set PRAGMA {pragma}"), e))?;
+    if got != on {
+        return Err(Error::io_msg(format!(
+            "{label}: PRAGMA {pragma} = {value} did not take effect (reads back {})",
+            u8::from(got)
+        )));
+    }
     Ok(())
 }
 
@@ -379,7 +440,7 @@ fn verify_identity(id: &Identity, label: &str) -> Result<()> {
         .collect();
     found.sort();
     let expected = expected_objects();
-    if found != expected {
+    if found != *expected {
         let describe = |o: &Objects| {
             o.iter()
                 .map(|(t, n, _, _)| format!("{t} {n}"))
