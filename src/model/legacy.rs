@@ -28,12 +28,7 @@ pub fn convert_legacy(session_id: &str, events: &mut [Event]) -> Result<()> {
             continue;
         }
         let (head, rest) = events.split_at_mut(i);
-        let lookup = |seq: u64| {
-            head.iter()
-                .rev()
-                .find(|e| e.seq == seq)
-                .and_then(|e| message_id_of(e.type_str(), e.data.as_str()))
-        };
+        let lookup = |seq: u64| inherited_message_id(head, seq);
         convert_event(session_id, &lookup, &mut rest[0]).map_err(Error::corruption)?;
     }
     Ok(())
@@ -51,6 +46,16 @@ pub fn needs_conversion_check(type_name: &str) -> bool {
             | "assistant/message"
             | "tool/result"
     )
+}
+
+/// The raw message id of the last event before `head`'s end with `seq`
+/// (what a `tool/result` replacement inherits, looked up among the events
+/// of the log before it).
+pub fn inherited_message_id(head: &[Event], seq: u64) -> Option<String> {
+    head.iter()
+        .rev()
+        .find(|e| e.seq == seq)
+        .and_then(|e| message_id_of(e.type_str(), e.data.as_str()))
 }
 
 /// The raw (quoted) id of the message an event carries, when it is a

@@ -161,12 +161,7 @@ pub fn fold_in_place(
     fold.keep_state = keep_state;
     for i in 0..events.len() {
         let (head, rest) = events.split_at_mut(i);
-        let lookup = |seq: u64| {
-            head.iter()
-                .rev()
-                .find(|e| e.seq == seq)
-                .and_then(|e| message_id_of(e.type_str(), e.data.as_str()))
-        };
+        let lookup = |seq: u64| super::legacy::inherited_message_id(head, seq);
         fold.step(&lookup, &mut rest[0]);
     }
     fold.finish(raw_log)

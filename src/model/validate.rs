@@ -55,12 +55,7 @@ pub fn read_from_view(
             continue;
         }
         let (head, rest) = events.split_at_mut(i);
-        let lookup = |seq: u64| {
-            head.iter()
-                .rev()
-                .find(|e| e.seq == seq)
-                .and_then(|e| message_id_of(e.type_str(), e.data.as_str()))
-        };
+        let lookup = |seq: u64| super::legacy::inherited_message_id(head, seq);
         rules
             .event(session_id, vocab, &lookup, &mut rest[0])
             .map_err(Error::corruption)?;

@@ -488,10 +488,8 @@ impl Backend for PostgresBackend {
             },
         )?;
         if let Some((session, _, None, log_bytes)) = &read {
-            self.log_bytes.lock().insert(
-                id.to_string(),
-                (session.incarnation.clone(), session.revision, *log_bytes),
-            );
+            let (inc, rev) = (&session.incarnation, session.revision);
+            checks::note_log_bytes(&self.log_bytes, id, inc, rev, *log_bytes);
         }
         Ok(read.map(|(session, events, torn, log_bytes)| StoredLog {
             revision: self.token(&session.incarnation, session.revision),
@@ -517,10 +515,8 @@ impl Backend for PostgresBackend {
             },
         )?;
         if let Some((session, _, None, log_bytes)) = &read {
-            self.log_bytes.lock().insert(
-                id.to_string(),
-                (session.incarnation.clone(), session.revision, *log_bytes),
-            );
+            let (inc, rev) = (&session.incarnation, session.revision);
+            checks::note_log_bytes(&self.log_bytes, id, inc, rev, *log_bytes);
         }
         Ok(read.map(|(session, handed, torn, log_bytes)| FoldedLog {
             revision: self.token(&session.incarnation, session.revision),

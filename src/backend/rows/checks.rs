@@ -17,6 +17,19 @@ use crate::model::json::quote;
 /// revision, size count) from its last clean read or append of it.
 pub type KnownLogBytes = Mutex<HashMap<String, (String, i64, u64)>>;
 
+/// Notes the size count a clean read of `id` found at (incarnation, revision).
+pub fn note_log_bytes(
+    known: &KnownLogBytes,
+    id: &str,
+    incarnation: &str,
+    revision: i64,
+    bytes: u64,
+) {
+    known
+        .lock()
+        .insert(id.to_string(), (incarnation.to_string(), revision, bytes));
+}
+
 /// The write bounds of an append to a row store (`maxRecordBytes` per
 /// event, `maxLogBytes` by [`Limits::check_log_append`] when the size
 /// before it is known: a new session's, or one this store noted). Returns

@@ -355,13 +355,13 @@ impl Backend for SqliteBackend {
         let ident =
             ident.ok_or_else(|| Error::invariant("a read found rows without a database"))?;
         if read.torn_from.is_none() {
-            self.log_bytes.lock().insert(
-                id.to_string(),
-                (
-                    read.session.incarnation.clone(),
-                    read.session.revision,
-                    read.log_bytes,
-                ),
+            let (inc, rev) = (&read.session.incarnation, read.session.revision);
+            crate::backend::rows::checks::note_log_bytes(
+                &self.log_bytes,
+                id,
+                inc,
+                rev,
+                read.log_bytes,
             );
         }
         Ok(Some(StoredLog {
@@ -397,13 +397,13 @@ impl Backend for SqliteBackend {
         let ident =
             ident.ok_or_else(|| Error::invariant("a read found rows without a database"))?;
         if read.torn_from.is_none() {
-            self.log_bytes.lock().insert(
-                id.to_string(),
-                (
-                    read.session.incarnation.clone(),
-                    read.session.revision,
-                    read.log_bytes,
-                ),
+            let (inc, rev) = (&read.session.incarnation, read.session.revision);
+            crate::backend::rows::checks::note_log_bytes(
+                &self.log_bytes,
+                id,
+                inc,
+                rev,
+                read.log_bytes,
             );
         }
         Ok(Some(FoldedLog {
