@@ -143,19 +143,21 @@ impl JournalMode {
     }
 }
 
+/// A pragma's answer as text (integers in decimal).
+fn pragma_text(v: rusqlite::types::Value) -> String {
+    match v {
+        rusqlite::types::Value::Integer(i) => i.to_string(),
+        rusqlite::types::Value::Text(t) => t,
+        other => format!("{other:?}"),
+    }
+}
+
 /// Reads a pragma back. `None` when SQLite returns no row (e.g.
 /// `mmap_size` of an in-memory database, where memory mapping never applies).
 fn pragma_value(conn: &Connection, label: &str, name: &str) -> Result<Option<String>> {
-    conn.query_row(&format!("PRAGMA {name}"), [], |r| {
-        let v: rusqlite::types::Value = r.get(0)?;
-        Ok(match v {
-            rusqlite::types::Value::Integer(i) => i.to_string(),
-            rusqlite::types::Value::Text(t) => t,
-            other => format!("{other:?}"),
-        })
-    })
-    .optional()
-    .map_err(|e| sql_error(label, &format!("cannot read PRAGMA {name}"), e))
+    conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0).map(pragma_text))
+        .optional()
+        .map_err(|e| sql_error(label, &format!("cannot read PRAGMA {name}"), e))
 }
 
 fn set_and_verify(
@@ -232,12 +234,7 @@ pub fn apply_connection_pragmas(
 /// when it answers with no row).
 fn set_returning(conn: &Connection, name: &str, value: &str) -> rusqlite::Result<Option<String>> {
     conn.query_row(&format!("PRAGMA {name} = {value}"), [], |r| {
-        let v: rusqlite::types::Value = r.get(0)?;
-        Ok(match v {
-            rusqlite::types::Value::Integer(i) => i.to_string(),
-            rusqlite::types::Value::Text(t) => t,
-            other => format!("{other:?}"),
-        })
+        r.get(0).map(pragma_text)
     })
     .optional()
 }
