@@ -7,6 +7,7 @@ tree (``bindings/python``) unless it is installed.
 
 import os
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,19 @@ def config_for(kind, tmp_path, **extra):
         raise ValueError(kind)
     cfg.update(extra)
     return cfg
+
+
+#: A PostgreSQL server for the tests that also run there (unset: skipped).
+PG_URL = os.environ.get("DSH_TEST_POSTGRES_URL", "")
+#: ``BACKENDS``, and ``"postgres"`` when a server is given.
+KINDS_WITH_PG = BACKENDS + (["postgres"] if PG_URL else [])
+
+
+def config_with_pg(kind, tmp_path, schema_prefix):
+    """:func:`config_for`, or for ``"postgres"`` a new schema on ``PG_URL``."""
+    if kind == "postgres":
+        return {"backend": "postgres", "url": PG_URL, "schema": f"{schema_prefix}{uuid.uuid4().hex[:12]}"}
+    return config_for(kind, tmp_path)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -7,24 +7,19 @@ a cancellation while paging raises CancelledError and frees the result
 (``live_results()`` back to 0); errors keep their classes."""
 
 import asyncio
-import os
-import uuid
 
 import pytest
 
 import dsh_persist
 from dsh_persist.aio import AsyncStore, live_results
-from conftest import BACKENDS, config_for
+from conftest import KINDS_WITH_PG, config_with_pg
 from conv import complete_turn, user_message
 
-PG_URL = os.environ.get("DSH_TEST_POSTGRES_URL", "")
-KINDS = BACKENDS + (["postgres"] if PG_URL else [])
+KINDS = KINDS_WITH_PG
 
 
 def cfg(kind, tmp_path):
-    if kind == "postgres":
-        return {"backend": "postgres", "url": PG_URL, "schema": f"py_paged_{uuid.uuid4().hex[:12]}"}
-    return config_for(kind, tmp_path)
+    return config_with_pg(kind, tmp_path, "py_paged_")
 
 
 def turns_to(session, events):
