@@ -198,6 +198,47 @@ fn lock_base(path: &Path, label: &str) -> Result<PathBuf> {
 }
 
 /// The revision token of a session state.
+impl SqliteBackend {
+    /// The connection a log read fetches its rows on (the read connection,
+    /// or the writer's), noting the database it is in `ident`.
+    fn fetching<'a>(
+        &'a self,
+        ident: &'a mut Option<connection::Ident>,
+    ) -> impl FnOnce(&mut reader::FetchRows<'_>) -> Result<Option<reader::SessionRow>> + 'a {
+        move |f| {
+            self.db
+                .read(|c, i| {
+                    *ident = Some(i.clone());
+                    f(c)
+                })
+                .map(Option::flatten)
+        }
+    }
+
+    /// The revision of a log read on the database `ident`; a clean read's
+    /// size count is noted for the next append's `maxLogBytes`.
+    fn after_read(
+        &self,
+        id: &str,
+        ident: Option<connection::Ident>,
+        read: &reader::LogRead,
+    ) -> Result<Revision> {
+        let ident =
+            ident.ok_or_else(|| Error::invariant("a read found rows without a database"))?;
+        let (inc, rev) = (&read.session.incarnation, read.session.revision);
+        if read.torn_from.is_none() {
+            crate::backend::rows::checks::note_log_bytes(
+                &self.log_bytes,
+                id,
+                inc,
+                rev,
+                read.log_bytes,
+            );
+        }
+        Ok(token(&ident, inc, rev))
+    }
+}
+
 fn token(ident: &connection::Ident, incarnation: &str, revision: i64) -> Revision {
     Revision(format!(
         "{}:store:{}:incarnation:{incarnation}:revision:{revision}",
@@ -336,36 +377,13 @@ impl Backend for SqliteBackend {
         // Rows are fetched under the connection lock and decoded, on two
         // threads, outside it.
         let mut ident = None;
-        let Some(read) = reader::read_log(
-            |f| {
-                self.db
-                    .read(|c, i| {
-                        ident = Some(i.clone());
-                        f(c)
-                    })
-                    .map(Option::flatten)
-            },
-            &self.label,
-            id,
-            &self.limits,
-        )?
-        else {
+        let read = reader::read_log(self.fetching(&mut ident), &self.label, id, &self.limits)?;
+        let Some(read) = read else {
             return Ok(None);
         };
-        let ident =
-            ident.ok_or_else(|| Error::invariant("a read found rows without a database"))?;
-        if read.torn_from.is_none() {
-            let (inc, rev) = (&read.session.incarnation, read.session.revision);
-            crate::backend::rows::checks::note_log_bytes(
-                &self.log_bytes,
-                id,
-                inc,
-                rev,
-                read.log_bytes,
-            );
-        }
+        let revision = self.after_read(id, ident, &read)?;
         Ok(Some(StoredLog {
-            revision: token(&ident, &read.session.incarnation, read.session.revision),
+            revision,
             header: read.session.header,
             events: read.events,
             torn: read.torn_from.map(|from_seq| TornTail::Sqlite { from_seq }),
@@ -377,37 +395,14 @@ impl Backend for SqliteBackend {
 
     fn read_folding(&self, id: &str, sink: &mut dyn EventSink) -> Result<Option<FoldedLog>> {
         let mut ident = None;
-        let Some((read, handed)) = reader::fold_log(
-            |f| {
-                self.db
-                    .read(|c, i| {
-                        ident = Some(i.clone());
-                        f(c)
-                    })
-                    .map(Option::flatten)
-            },
-            &self.label,
-            id,
-            &self.limits,
-            sink,
-        )?
+        let fetch = self.fetching(&mut ident);
+        let Some((read, handed)) = reader::fold_log(fetch, &self.label, id, &self.limits, sink)?
         else {
             return Ok(None);
         };
-        let ident =
-            ident.ok_or_else(|| Error::invariant("a read found rows without a database"))?;
-        if read.torn_from.is_none() {
-            let (inc, rev) = (&read.session.incarnation, read.session.revision);
-            crate::backend::rows::checks::note_log_bytes(
-                &self.log_bytes,
-                id,
-                inc,
-                rev,
-                read.log_bytes,
-            );
-        }
+        let revision = self.after_read(id, ident, &read)?;
         Ok(Some(FoldedLog {
-            revision: token(&ident, &read.session.incarnation, read.session.revision),
+            revision,
             header: read.session.header,
             event_count: handed,
             torn: read.torn_from.is_some(),

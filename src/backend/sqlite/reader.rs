@@ -423,6 +423,10 @@ pub(super) fn select_rows(
     Ok(out)
 }
 
+/// What [`read_log`] and [`fold_log`] run on the connection their caller
+/// lends them: fetch the session row and stream its rows.
+pub type FetchRows<'f> = dyn FnMut(&mut Connection) -> Result<Option<SessionRow>> + 'f;
+
 /// What a read found.
 #[derive(Debug)]
 pub struct LogRead {
@@ -570,9 +574,7 @@ pub fn stored_suffix(
 /// fails the read.
 pub fn read_log<W>(with_conn: W, label: &str, id: &str, limits: &Limits) -> Result<Option<LogRead>>
 where
-    W: FnOnce(
-        &mut dyn FnMut(&mut Connection) -> Result<Option<SessionRow>>,
-    ) -> Result<Option<SessionRow>>,
+    W: FnOnce(&mut FetchRows<'_>) -> Result<Option<SessionRow>>,
 {
     let ctx = ReadCtx::new(limits, label, id);
     let read = scan::read_pipelined(&ctx, |sink| {
@@ -629,9 +631,7 @@ pub fn fold_log<W>(
     events: &mut dyn crate::backend::EventSink,
 ) -> Result<Option<(LogRead, u64)>>
 where
-    W: FnOnce(
-        &mut dyn FnMut(&mut Connection) -> Result<Option<SessionRow>>,
-    ) -> Result<Option<SessionRow>>,
+    W: FnOnce(&mut FetchRows<'_>) -> Result<Option<SessionRow>>,
 {
     let ctx = ReadCtx::new(limits, label, id);
     let read = scan::fold_pipelined(&ctx, events, |sink| {
