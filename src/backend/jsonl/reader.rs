@@ -889,6 +889,41 @@ fn parse_plain_lines(part: &mut Parsed<'_>, text: &[u8], offset: u64) -> Result<
     part.settle()
 }
 
+/// A stretch's input (lines or frames), where it starts (a byte offset or
+/// a frame index), and the events to make room for (0: unknown).
+type Piece<T, B> = (T, B, usize);
+
+/// Parses a stretch into `rules`: in its two `halves` on two threads when
+/// it has them (the second half's part parsed into its own events, then
+/// absorbed after the first), else `whole` in one part.
+fn parse_stretch<'b, T: Send, B: Send>(
+    rules: &mut Rules<'_, '_>,
+    bounds: &'b Bounds<'b>,
+    skip_below: u64,
+    whole: (T, B),
+    halves: Option<(Piece<T, B>, Piece<T, B>)>,
+    parse: impl Fn(&mut Parsed<'b>, T, B) -> Result<()> + Sync,
+) -> Result<()> {
+    let Some(((a, at_a, room_a), (b, at_b, room_b))) = halves else {
+        let mut part = rules.start(bounds, skip_below);
+        parse(&mut part, whole.0, whole.1)?;
+        return rules.absorb(part);
+    };
+    let mut first = rules.start(bounds, skip_below);
+    first.events.reserve(room_a + room_b);
+    let (r1, second) = parallel::join(
+        || parse(&mut first, a, at_a),
+        || {
+            let mut part = Parsed::new(bounds, Vec::with_capacity(room_b), skip_below);
+            parse(&mut part, b, at_b).map(|()| part)
+        },
+    );
+    r1?;
+    let second = second??;
+    rules.absorb(first)?;
+    rules.absorb(second)
+}
+
 fn count_lines(text: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', text).count()
 }
@@ -945,38 +980,24 @@ fn scan_plain(
         let complete = memchr::memrchr(b'\n', &buf).map_or(0, |nl| nl + 1);
         if complete > 0 {
             let text = &buf[..complete];
-            match split_point(text).filter(|_| text.len() >= parallel_min) {
-                Some(at) => {
+            let halves = split_point(text)
+                .filter(|_| text.len() >= parallel_min)
+                .map(|at| {
                     let (a, b) = text.split_at(at);
-                    let mut first = rules.start(&bounds, skip_below);
                     // A full read keeps an event per line at least: room
                     // for the block's lines at once (no growth copies; the
                     // second half's events are appended in place).
-                    let (lines_a, lines_b) = if skip_below == 0 {
-                        (count_lines(a), count_lines(b))
-                    } else {
-                        (0, 0)
-                    };
-                    first.events.reserve(lines_a + lines_b);
-                    let (r1, second) = parallel::join(
-                        || parse_plain_lines(&mut first, a, offset),
-                        || {
-                            let mut part =
-                                Parsed::new(&bounds, Vec::with_capacity(lines_b), skip_below);
-                            parse_plain_lines(&mut part, b, offset + at as u64).map(|()| part)
-                        },
-                    );
-                    r1?;
-                    let second = second??;
-                    rules.absorb(first)?;
-                    rules.absorb(second)?;
-                }
-                None => {
-                    let mut part = rules.start(&bounds, skip_below);
-                    parse_plain_lines(&mut part, text, offset)?;
-                    rules.absorb(part)?;
-                }
-            }
+                    let lines = |t| if skip_below == 0 { count_lines(t) } else { 0 };
+                    ((a, offset, lines(a)), (b, offset + at as u64, lines(b)))
+                });
+            parse_stretch(
+                &mut rules,
+                &bounds,
+                skip_below,
+                (text, offset),
+                halves,
+                |part, t, at| parse_plain_lines(part, t, at),
+            )?;
             buf.drain(..complete);
             offset += complete as u64;
         }
@@ -1120,28 +1141,20 @@ fn scan_zstd(
             (Some(a), Some(b)) => (b.end - a.start) as usize,
             _ => 0,
         };
-        match frame_split(rest).filter(|_| rest_bytes >= parallel_min) {
-            Some(at) => {
+        let halves = frame_split(rest)
+            .filter(|_| rest_bytes >= parallel_min)
+            .map(|at| {
                 let (a, b) = rest.split_at(at);
-                let mut first_part = rules.start(&bounds, skip_below);
-                let (r1, r2) = parallel::join(
-                    || parse_frames(&mut first_part, buf, a, base),
-                    || {
-                        let mut part = Parsed::new(&bounds, Vec::new(), skip_below);
-                        parse_frames(&mut part, buf, b, base + at).map(|()| part)
-                    },
-                );
-                r1?;
-                let second = r2??;
-                rules.absorb(first_part)?;
-                rules.absorb(second)?;
-            }
-            None => {
-                let mut part = rules.start(&bounds, skip_below);
-                parse_frames(&mut part, buf, rest, base)?;
-                rules.absorb(part)?;
-            }
-        }
+                ((a, base, 0), (b, base + at, 0))
+            });
+        parse_stretch(
+            &mut rules,
+            &bounds,
+            skip_below,
+            (rest, base),
+            halves,
+            |part, f, at| parse_frames(part, buf, f, at),
+        )?;
         base += rest.len();
     }
     // The complete frames alone must end in a committed record: a bad line
