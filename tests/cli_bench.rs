@@ -78,6 +78,15 @@ fn bench_json_report_has_every_figure() {
                     .as_f64()
                     .is_some()
             );
+            // The same timed in a fresh probe process, at least 3 runs.
+            let own = &b["small_sessions"];
+            assert!(
+                own["open_and_list_own_process_runs"].as_u64().unwrap() >= 3,
+                "{name}"
+            );
+            let best = own["open_and_list_own_process_best_ms"].as_f64().unwrap();
+            let median = own["open_and_list_own_process_median_ms"].as_f64().unwrap();
+            assert!(best > 0.0 && best <= median, "{name}: {best} {median}");
         }
         // The C ABI's text path, on one JSONL kind and SQLite.
         let text = matches!(name.as_str(), "jsonl-zstd-packed" | "sqlite");

@@ -152,3 +152,49 @@ fn raw_on_sqlite_is_unsupported_exit_1() {
     assert_eq!(kind, "unsupported");
     assert!(message.contains("JSONL"), "{message}");
 }
+
+#[test]
+fn the_open_list_probe_times_an_existing_store_and_creates_none() {
+    // The bench's internal `rss-probe --open-list`: on a missing database
+    // it fails as not found and leaves no file behind.
+    let tmp = TempDir::new("open-list-probe");
+    let missing = tmp.path().join("nope.db");
+    let r = run([
+        "rss-probe",
+        "--sqlite",
+        missing.to_str().unwrap(),
+        "--open-list",
+        "3",
+    ]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(!missing.exists());
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    // On a fixture root it lists every session each run.
+    let store = FixtureStore::new("jsonl-none-packed");
+    let listed = run([
+        "--json",
+        "list",
+        "--jsonl-raw",
+        store.path.to_str().unwrap(),
+    ]);
+    let want = serde_json::from_str::<serde_json::Value>(&listed.stdout)
+        .unwrap()
+        .as_array()
+        .map(|a| a.len())
+        .unwrap();
+    let r = run([
+        "rss-probe",
+        "--jsonl-raw",
+        store.path.to_str().unwrap(),
+        "--open-list",
+        "4",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(v["listed"].as_u64(), Some(want as u64));
+    let runs = v["open_and_list_runs_ms"].as_array().unwrap();
+    assert!((3..=4).contains(&runs.len()), "{v}");
+    // Neither a session id nor --open-list: a usage error.
+    let r = run(["rss-probe", "--jsonl-raw", store.path.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}

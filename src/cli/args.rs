@@ -330,7 +330,8 @@ pub enum Command {
 
 /// The benchmark's internal probe, `dsh-persist rss-probe STORE ID`: a
 /// process that only opens the store and loads one session, then prints
-/// its peak RSS. Parsed apart from [`Cli`] so it is in no help, completion
+/// its peak RSS (or, with `--open-list RUNS`, times `Store::open` + `list`
+/// RUNS times). Parsed apart from [`Cli`] so it is in no help, completion
 /// or man page.
 #[derive(Parser, Debug)]
 #[command(name = "dsh-persist rss-probe")]
@@ -340,8 +341,12 @@ pub struct RssProbeCli {
     /// Append this file's JSON array of events instead of loading.
     #[arg(long, value_name = "FILE")]
     pub append: Option<PathBuf>,
-    /// Session id.
-    pub id: String,
+    /// Time this many `Store::open` + `list` calls instead of loading.
+    #[arg(long, value_name = "RUNS", conflicts_with = "append")]
+    pub open_list: Option<usize>,
+    /// Session id (not with `--open-list`).
+    #[arg(required_unless_present = "open_list")]
+    pub id: Option<String>,
 }
 
 /// The first argument that selects [`RssProbeCli`].

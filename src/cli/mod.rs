@@ -54,9 +54,14 @@ fn rss_probe(argv: &[std::ffi::OsString]) -> i32 {
         Err(e) => return usage_error(e, argv),
     };
     progress::set_quiet(true);
-    match with_store(&cli.store, "", String::new(), |s| {
-        bench::rss_probe_main(s, &cli.id, cli.append.as_deref())
-    }) {
+    let result = match (cli.open_list, &cli.id) {
+        (Some(runs), _) => bench::open_list_probe_main(&cli.store, runs),
+        (None, Some(id)) => with_store(&cli.store, "", String::new(), |s| {
+            bench::rss_probe_main(s, id, cli.append.as_deref())
+        }),
+        (None, None) => Err(Error::invalid("rss-probe needs a session id")),
+    };
+    match result {
         Ok(outcome) => outcome.code,
         Err(e) => output::report_error(&e, false),
     }
