@@ -657,7 +657,7 @@ fn measure(
         figures.push(("small_sessions.per_session_ms", per));
         figures.push(("small_sessions.cold_list_best_ms", list_best));
         json.push_str(&format!(
-            ",\"small_sessions\":{{\"count\":{small},\"create_and_append_wall_ms\":{},\"per_session_ms\":{},\"listed\":{listed},\"cold_list_runs_ms\":{},\"cold_list_best_ms\":{},\"open_and_list_runs_ms\":{},\"open_and_list_best_ms\":{}}}",
+            ",\"small_sessions\":{{\"count\":{small},\"create_and_append_wall_ms\":{},\"per_session_ms\":{},\"listed\":{listed},\"cold_list_runs_ms\":{},\"cold_list_best_ms\":{},\"open_and_list_runs_ms\":{},\"open_and_list_best_ms\":{}{own_json}}}",
             num(round(wall, 1)),
             num(round(per, 3)),
             runs_json(&list_runs),
@@ -665,7 +665,6 @@ fn measure(
             runs_json(&open_list_runs),
             num(round(open_list_best, 3)),
         ));
-        json.insert_str(json.len() - 1, &own_json);
     }
     // catalog reads (issue 19): rich list and search over many sessions
     if kind != Kind::Live && small > 0 {
