@@ -113,20 +113,30 @@ pub fn record_line(data: &[u8]) {
 /// corruption, over a file holding the input.
 pub fn jsonl_log(data: &[u8]) {
     thread_local! {
-        // <root>/<project>/<session>/<file>: the layout the reader opens.
-        static PATH: PathBuf = {
-            let dir = scratch("jsonl").join("p").join("s");
-            std::fs::create_dir_all(&dir).unwrap();
-            dir.join("session.jsonl")
-        };
+        // <root>/<project>/<session>/<file>: the layout the reader opens;
+        // the root is removed when the thread ends.
+        static ROOT: ScratchDir = ScratchDir(scratch("jsonl"));
     }
-    PATH.with(|path| {
+    ROOT.with(|root| {
+        let dir = root.0.join("p").join("s");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = &dir.join("session.jsonl");
         let mut f = std::fs::File::create(path).unwrap();
         f.write_all(data).unwrap();
         drop(f);
         let _ = reader::read_log(path, Compression::None, &Default::default());
         let _ = reader::read_text(path, Compression::None, &Default::default());
     });
+}
+
+/// A scratch directory removed when dropped (a thread-local one: when its
+/// thread ends).
+struct ScratchDir(PathBuf);
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A scratch directory of this process and thread for `what`.
