@@ -50,7 +50,18 @@ impl TurnTrace {
     /// Checks `event` against the invariants and, when it passes, records
     /// it. On error the trace is unchanged.
     pub fn check(&mut self, event: &Event) -> Result<(), String> {
-        let change = self.judge(event)?;
+        self.step::<true>(event)
+    }
+
+    /// [`Self::check`] for a caller that only keeps the trace in step (a
+    /// non-strict fold, over a log that need not follow the invariants):
+    /// the same rules and changes, and no refusal message is built.
+    pub fn advance(&mut self, event: &Event) {
+        let _ = self.step::<false>(event);
+    }
+
+    fn step<const LOUD: bool>(&mut self, event: &Event) -> Result<(), String> {
+        let change = self.judge::<LOUD>(event)?;
         self.last_seq = Some(event.seq);
         match change {
             Change::None => {}
@@ -80,90 +91,103 @@ impl TurnTrace {
         Ok(())
     }
 
-    fn judge(&self, e: &Event) -> Result<Change, String> {
+    fn judge<const LOUD: bool>(&self, e: &Event) -> Result<Change, String> {
         let name = e.type_str();
         let seq = e.seq;
         if let Some(last) = self.last_seq {
             if seq <= last {
-                return Err(format!(
-                    "event {} at seq {seq} does not come after seq {last}: seqs must strictly increase",
-                    json::quote(name)
-                ));
+                return Err(refusal::<LOUD>(|| {
+                    format!(
+                        "event {} at seq {seq} does not come after seq {last}: seqs must strictly increase",
+                        json::quote(name)
+                    )
+                }));
             }
         }
         let at = || format!("{} at seq {seq}", json::quote(name));
         match name {
             "turn/start" => {
                 if let Some(open) = self.open_turn {
-                    return Err(format!("{} starts a turn while turn {open} is open", at()));
+                    return Err(refusal::<LOUD>(|| {
+                        format!("{} starts a turn while turn {open} is open", at())
+                    }));
                 }
                 let want = self.last_turn + 1;
                 let turn = fields::field(e.data.as_str(), "turn").and_then(json::as_safe_int);
                 if turn != Some(want) {
-                    return Err(format!(
-                        "{} must start turn {want}, got {}",
-                        at(),
-                        shown(fields::field(e.data.as_str(), "turn"))
-                    ));
+                    return Err(refusal::<LOUD>(|| {
+                        format!(
+                            "{} must start turn {want}, got {}",
+                            at(),
+                            shown(fields::field(e.data.as_str(), "turn"))
+                        )
+                    }));
                 }
                 Ok(Change::TurnStart(want))
             }
             "turn/end" => {
                 let Some(open) = self.open_turn else {
-                    return Err(format!("{} ends a turn but no turn is open", at()));
+                    return Err(refusal::<LOUD>(|| {
+                        format!("{} ends a turn but no turn is open", at())
+                    }));
                 };
                 let turn = fields::field(e.data.as_str(), "turn").and_then(json::as_safe_int);
                 if turn != Some(open) {
-                    return Err(format!(
-                        "{} must end the open turn {open}, got {}",
-                        at(),
-                        shown(fields::field(e.data.as_str(), "turn"))
-                    ));
+                    return Err(refusal::<LOUD>(|| {
+                        format!(
+                            "{} must end the open turn {open}, got {}",
+                            at(),
+                            shown(fields::field(e.data.as_str(), "turn"))
+                        )
+                    }));
                 }
                 if let Some(step) = self.open_step {
-                    return Err(format!(
-                        "{} ends turn {open} while step {step} is open",
-                        at()
-                    ));
+                    return Err(refusal::<LOUD>(|| {
+                        format!("{} ends turn {open} while step {step} is open", at())
+                    }));
                 }
                 Ok(Change::TurnEnd)
             }
             "step/start" => {
                 let Some(open) = self.open_turn else {
-                    return Err(format!("{} starts a step outside a turn", at()));
+                    return Err(refusal::<LOUD>(|| {
+                        format!("{} starts a step outside a turn", at())
+                    }));
                 };
                 if let Some(step) = self.open_step {
-                    return Err(format!("{} starts a step while step {step} is open", at()));
+                    return Err(refusal::<LOUD>(|| {
+                        format!("{} starts a step while step {step} is open", at())
+                    }));
                 }
                 let [turn, step] =
                     fields::pick(e.data.as_str(), ["turn", "step"]).unwrap_or_default();
                 if turn.and_then(json::as_safe_int) != Some(open) {
-                    return Err(format!(
-                        "{} must name the open turn {open}, got {}",
-                        at(),
-                        shown(turn)
-                    ));
+                    return Err(refusal::<LOUD>(|| {
+                        format!(
+                            "{} must name the open turn {open}, got {}",
+                            at(),
+                            shown(turn)
+                        )
+                    }));
                 }
                 let want = self.last_step + 1;
                 if step.and_then(json::as_safe_int) != Some(want) {
-                    return Err(format!(
-                        "{} must start step {want}, got {}",
-                        at(),
-                        shown(step)
-                    ));
+                    return Err(refusal::<LOUD>(|| {
+                        format!("{} must start step {want}, got {}", at(), shown(step))
+                    }));
                 }
                 Ok(Change::StepStart(want))
             }
             "step/end" => {
-                self.in_step(e, &at)?;
+                self.in_step::<LOUD>(e, &at)?;
                 Ok(Change::StepEnd)
             }
             "assistant/chunk" | "assistant/message" => {
-                self.in_step(e, &at)?;
+                self.in_step::<LOUD>(e, &at)?;
                 Ok(Change::None)
             }
             "tool/call" => {
-                self.in_step(e, &at)?;
+                self.in_step::<LOUD>(e, &at)?;
                 let id = fields::string(fields::field(e.data.as_str(), "callId"));
                 Ok(id.map_or(Change::None, Change::Call))
             }
@@ -175,7 +199,7 @@ impl TurnTrace {
                 if !is_append {
                     return Ok(Change::None);
                 }
-                self.in_step(e, &at)?;
+                self.in_step::<LOUD>(e, &at)?;
                 let [message, error] =
                     fields::pick(e.data.as_str(), ["message", "error"]).unwrap_or_default();
                 let not_started = error
@@ -190,19 +214,23 @@ impl TurnTrace {
                 let call_id = fields::string(call_id);
                 match call_id {
                     Some(id) if self.calls.contains(&id) => Ok(Change::None),
-                    _ => Err(format!(
-                        "{} has no prior tool/call {} in step {}",
-                        at(),
-                        call_id
-                            .as_deref()
-                            .map_or("(missing callId)".to_string(), json::quote),
-                        self.open_step.unwrap_or_default()
-                    )),
+                    _ => Err(refusal::<LOUD>(|| {
+                        format!(
+                            "{} has no prior tool/call {} in step {}",
+                            at(),
+                            call_id
+                                .as_deref()
+                                .map_or("(missing callId)".to_string(), json::quote),
+                            self.open_step.unwrap_or_default()
+                        )
+                    })),
                 }
             }
             "todo/write" | "request/header" | "request/context" => {
                 if self.open_turn.is_none() {
-                    return Err(format!("{} must be inside a turn", at()));
+                    return Err(refusal::<LOUD>(|| {
+                        format!("{} must be inside a turn", at())
+                    }));
                 }
                 Ok(Change::None)
             }
@@ -211,9 +239,9 @@ impl TurnTrace {
     }
 
     /// The event names the open turn and the open step.
-    fn in_step(&self, e: &Event, at: &dyn Fn() -> String) -> Result<(), String> {
+    fn in_step<const LOUD: bool>(&self, e: &Event, at: &dyn Fn() -> String) -> Result<(), String> {
         let (Some(turn), Some(step)) = (self.open_turn, self.open_step) else {
-            return Err(match self.open_turn {
+            return Err(refusal::<LOUD>(|| match self.open_turn {
                 None => format!(
                     "{} must be inside a turn and step, but no turn is open",
                     at()
@@ -222,21 +250,28 @@ impl TurnTrace {
                     "{} must be inside a step, but turn {t} has no open step",
                     at()
                 ),
-            });
+            }));
         };
         let [t, s] = fields::pick(e.data.as_str(), ["turn", "step"]).unwrap_or_default();
         if t.and_then(json::as_safe_int) != Some(turn)
             || s.and_then(json::as_safe_int) != Some(step)
         {
-            return Err(format!(
-                "{} must name the open turn {turn} and step {step}, got turn {} step {}",
-                at(),
-                shown(t),
-                shown(s)
-            ));
+            return Err(refusal::<LOUD>(|| {
+                format!(
+                    "{} must name the open turn {turn} and step {step}, got turn {} step {}",
+                    at(),
+                    shown(t),
+                    shown(s)
+                )
+            }));
         }
         Ok(())
     }
+}
+
+/// The refusal `message()`, built only when the caller reads it (`LOUD`).
+fn refusal<const LOUD: bool>(message: impl FnOnce() -> String) -> String {
+    if LOUD { message() } else { String::new() }
 }
 
 fn shown(raw: Option<&str>) -> String {
@@ -455,5 +490,41 @@ mod tests {
         assert!(t.check(&ev("turn/start", 1, r#"{"turn":2}"#)).is_err());
         t.check(&ev("turn/end", 1, r#"{"turn":1}"#)).unwrap();
         assert_eq!(t.open_turn(), None);
+    }
+
+    #[test]
+    fn advance_changes_the_trace_exactly_as_check_does() {
+        // Every kind of event, in and out of order: a second turn/start, a
+        // chunk outside a step, a step that names another turn, a result
+        // without its call, a repeated seq, then a valid turn.
+        let events = [
+            ev("turn/start", 1, r#"{"turn":1}"#),
+            ev("turn/start", 2, r#"{"turn":2}"#),
+            ev("assistant/chunk", 3, r#"{"turn":1,"step":1}"#),
+            ev("step/start", 4, r#"{"turn":2,"step":1}"#),
+            ev("step/start", 5, r#"{"turn":1,"step":1}"#),
+            ev("tool/call", 6, r#"{"turn":1,"step":1,"callId":"c1"}"#),
+            result(7, "c2", 1, 1, ""),
+            result(8, "c1", 1, 1, ""),
+            ev("assistant/chunk", 8, r#"{"turn":1,"step":1}"#),
+            ev("step/end", 9, r#"{"turn":1,"step":1}"#),
+            ev("todo/write", 10, r#"{}"#),
+            ev("turn/end", 11, r#"{"turn":1}"#),
+            ev("todo/write", 12, r#"{}"#),
+            ev("turn/end", 13, r#"{"turn":1}"#),
+            ev("turn/start", 14, r#"{"turn":2}"#),
+        ];
+        let (mut checked, mut advanced) = (TurnTrace::new(), TurnTrace::new());
+        let mut refused = 0;
+        for e in &events {
+            if let Err(m) = checked.check(e) {
+                assert!(!m.is_empty(), "seq {}", e.seq);
+                refused += 1;
+            }
+            advanced.advance(e);
+            assert_eq!(advanced, checked, "after seq {}", e.seq);
+        }
+        assert!(refused >= 5, "{refused} refusals");
+        assert_eq!(advanced.open_turn(), Some(2));
     }
 }

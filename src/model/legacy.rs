@@ -58,6 +58,18 @@ pub fn inherited_message_id(head: &[Event], seq: u64) -> Option<String> {
         .and_then(|e| message_id_of(e.type_str(), e.data.as_str()))
 }
 
+/// Whether the `data` text of an `assistant/chunk` may name a message
+/// (then [`message_id_of`] is asked): a key that decodes to `message` holds
+/// the word or a `\u` escape. Most chunks hold neither, and are passed
+/// over without a parse; the searchers are built once per process.
+pub fn chunk_may_name_a_message(data: &[u8]) -> bool {
+    use memchr::memmem::Finder;
+    use once_cell::sync::Lazy;
+    static WORD: Lazy<Finder<'static>> = Lazy::new(|| Finder::new(b"message"));
+    static ESCAPE: Lazy<Finder<'static>> = Lazy::new(|| Finder::new(b"\\u"));
+    WORD.find(data).is_some() || ESCAPE.find(data).is_some()
+}
+
 /// The raw (quoted) id of the message an event carries, when it is a
 /// string: `data.id` for user/message, `data.message.id` otherwise.
 pub fn message_id_of(type_name: &str, data: &str) -> Option<String> {

@@ -17,7 +17,7 @@
 //! message ids seen (the same answers: seqs are unique in a read).
 
 use super::event::Event;
-use super::legacy::message_id_of;
+use super::legacy::{chunk_may_name_a_message, message_id_of};
 use super::validate::{LogState, ReadRules, session_rules};
 use super::vocabulary::Vocabulary;
 use crate::error::{Error, Result};
@@ -80,13 +80,8 @@ impl<'a> LogFold<'a> {
         self.ids = ids;
         if self.legacy.is_none() && self.read.converting() {
             // What a later replacement may inherit from this event.
-            let may_name_a_message = e.type_str() != CHUNK || {
-                // A key that decodes to `message` holds the word or a `\u`
-                // escape (as the reader's skippable chunks are found).
-                let data = e.data.as_str().as_bytes();
-                memchr::memmem::find(data, b"message").is_some()
-                    || memchr::memmem::find(data, b"\\u").is_some()
-            };
+            let may_name_a_message =
+                e.type_str() != CHUNK || chunk_may_name_a_message(e.data.as_str().as_bytes());
             if may_name_a_message {
                 if let Some(id) = message_id_of(e.type_str(), e.data.as_str()) {
                     // Seqs ascend in a read; a stray one keeps the table
@@ -117,7 +112,7 @@ impl<'a> LogFold<'a> {
             Err(m) => self.session = Some(m),
             Ok(()) if !self.strict && self.keep_state => {
                 // Kept in step for the appends, not judged.
-                let _ = self.state.trace.check(e);
+                self.state.trace.advance(e);
             }
             Ok(()) => {}
         }

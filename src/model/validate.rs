@@ -415,7 +415,7 @@ impl LogState {
         let mut st = LogState::new();
         for e in events {
             let _ = st.surface.apply(e);
-            let _ = st.trace.check(e);
+            st.trace.advance(e);
         }
         st.len = events.len();
         st
@@ -518,7 +518,7 @@ impl LogState {
             }
             if !strict {
                 // Kept in step for `open_turn`, not judged.
-                let _ = trace.check(e);
+                trace.advance(e);
             }
         }
         self.trace = trace;

@@ -446,11 +446,9 @@ fn skippable_chunk(text: &str, skip_below: u64) -> Option<u64> {
     if env.seq >= skip_below || env.event_type.raw() != CHUNK {
         return None;
     }
-    // A key that decodes to `message` holds the word or a `\u` escape.
-    let data = env.data.as_bytes();
-    let may_name_a_message = memchr::memmem::find(data, b"message").is_some()
-        || memchr::memmem::find(data, b"\\u").is_some();
-    if may_name_a_message && legacy::message_id_of(CHUNK, env.data).is_some() {
+    if legacy::chunk_may_name_a_message(env.data.as_bytes())
+        && legacy::message_id_of(CHUNK, env.data).is_some()
+    {
         return None;
     }
     Some(env.seq)
