@@ -467,6 +467,23 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_may_name_a_message_only_with_the_word_or_an_escape() {
+        for (data, may) in [
+            (r#"{"message":{"id":"m1"}}"#, true),
+            (r#"{"\u006dessage":{"id":"m1"}}"#, true),
+            (r#"{"text":"a message in the text"}"#, true),
+            (r#"{"turn":1,"step":1,"delta":"plain words"}"#, false),
+            ("", false),
+        ] {
+            assert_eq!(chunk_may_name_a_message(data.as_bytes()), may, "{data}");
+            // Never false where the id lookup finds one.
+            if message_id_of("assistant/chunk", data).is_some() {
+                assert!(may, "{data}");
+            }
+        }
+    }
+
+    #[test]
     fn turn_start_trigger() {
         // The original requires only a non-empty string trigger.kind; other
         // trigger keys are allowed (its own fixture has `source`).
