@@ -213,6 +213,23 @@ impl PostgresBackend {
         ))
     }
 
+    /// The revision of a log read with session row `session`; a clean
+    /// read's size count (`torn` is none) is noted for the next append's
+    /// `maxLogBytes`.
+    fn after_read(
+        &self,
+        id: &str,
+        session: &crate::backend::sqlite::reader::SessionRow,
+        torn: Option<i64>,
+        log_bytes: u64,
+    ) -> Revision {
+        let (inc, rev) = (&session.incarnation, session.revision);
+        if torn.is_none() {
+            checks::note_log_bytes(&self.log_bytes, id, inc, rev, log_bytes);
+        }
+        self.token(inc, rev)
+    }
+
     /// Runs `op` on a pooled connection, again on a fresh one when an
     /// attempt fails in a way that may pass (the connection broke, the
     /// server restarted, a serialization victim), up to [`ATTEMPTS`] times.
@@ -487,12 +504,8 @@ impl Backend for PostgresBackend {
                 row_scan::read_pipelined(&ctx, |sink| reader::read_log(c, id, sink))
             },
         )?;
-        if let Some((session, _, None, log_bytes)) = &read {
-            let (inc, rev) = (&session.incarnation, session.revision);
-            checks::note_log_bytes(&self.log_bytes, id, inc, rev, *log_bytes);
-        }
         Ok(read.map(|(session, events, torn, log_bytes)| StoredLog {
-            revision: self.token(&session.incarnation, session.revision),
+            revision: self.after_read(id, &session, torn, log_bytes),
             header: session.header,
             events,
             // A torn row with a negative seq sorts first: everything is torn.
@@ -514,12 +527,8 @@ impl Backend for PostgresBackend {
                 row_scan::fold_pipelined(&ctx, &mut *sink, |rows| reader::read_log(c, id, rows))
             },
         )?;
-        if let Some((session, _, None, log_bytes)) = &read {
-            let (inc, rev) = (&session.incarnation, session.revision);
-            checks::note_log_bytes(&self.log_bytes, id, inc, rev, *log_bytes);
-        }
         Ok(read.map(|(session, handed, torn, log_bytes)| FoldedLog {
-            revision: self.token(&session.incarnation, session.revision),
+            revision: self.after_read(id, &session, torn, log_bytes),
             header: session.header,
             event_count: handed,
             torn: torn.is_some(),
