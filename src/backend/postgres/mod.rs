@@ -524,7 +524,7 @@ impl Backend for PostgresBackend {
             &|| format!("cannot read the events of session {}", quote(id)),
             |c, _| {
                 let ctx = row_scan::ReadCtx::new(&self.limits, &self.label, id);
-                row_scan::fold_pipelined(&ctx, &mut *sink, |rows| reader::read_log(c, id, rows))
+                row_scan::fold_rows(&ctx, &mut *sink, |rows| reader::read_log(c, id, rows))
             },
         )?;
         Ok(read.map(|(session, handed, torn, log_bytes)| FoldedLog {

@@ -350,13 +350,14 @@ where
     })
 }
 
-/// What [`fold_pipelined`] returns: the fetch's own value (the session
+/// What [`fold_rows`] returns: the fetch's own value (the session
 /// row), how many events it handed on, the seq of the first torn row, and
 /// the decoded size of the rows read.
 pub type FoldedRead<S> = (S, u64, Option<i64>, u64);
 
-/// [`read_pipelined`] for a folding read ([`crate::backend::Backend::read_folding`]):
-/// every [`PIPELINE_CHUNK_ROWS`] rows fetched are decoded, judged and their
+/// The folding form of [`read_pipelined`] ([`crate::backend::Backend::read_folding`]),
+/// not pipelined (a decoding thread beside the fetch cost twice the CPU for
+/// the same time): every [`PIPELINE_CHUNK_ROWS`] rows fetched are decoded, judged and their
 /// intact events handed to `sink` at once, on this thread (nothing is kept:
 /// memory is a stretch of rows, not the log). The outcome is that of
 /// [`read_pipelined`]: a row past a limit fails the read wherever it is;
@@ -364,7 +365,7 @@ pub type FoldedRead<S> = (S, u64, Option<i64>, u64);
 /// tail, or is committed corruption when it or a later row holds a
 /// `turn/end`. `sink` restarts first (a fetch that is run again after a
 /// lost connection starts over).
-pub fn fold_pipelined<S, E, F>(
+pub fn fold_rows<S, E, F>(
     ctx: &ReadCtx<'_>,
     sink: &mut dyn EventSink,
     fetch: F,
@@ -376,7 +377,7 @@ where
     fold_in_stretches(ctx, sink, fetch, PIPELINE_CHUNK_ROWS)
 }
 
-/// [`fold_pipelined`] with stretches of `stretch` rows.
+/// [`fold_rows`] with stretches of `stretch` rows.
 fn fold_in_stretches<S, E, F>(
     ctx: &ReadCtx<'_>,
     sink: &mut dyn EventSink,

@@ -621,7 +621,7 @@ fn stream_rows(
 
 /// [`read_log`] as a folding read: the events are handed to `events` as
 /// each stretch of rows is decoded and judged (see
-/// [`scan::fold_pipelined`]); `LogRead::events` stays empty and the count
+/// [`scan::fold_rows`]); `LogRead::events` stays empty and the count
 /// is returned beside it.
 pub fn fold_log<W>(
     with_conn: W,
@@ -634,7 +634,7 @@ where
     W: FnOnce(&mut FetchRows<'_>) -> Result<Option<SessionRow>>,
 {
     let ctx = ReadCtx::new(limits, label, id);
-    let read = scan::fold_pipelined(&ctx, events, |sink| {
+    let read = scan::fold_rows(&ctx, events, |sink| {
         with_conn(&mut |conn| stream_rows(conn, label, id, limits, sink))
     })?;
     Ok(read.map(|(session, handed, torn, log_bytes)| {
