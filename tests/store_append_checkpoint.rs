@@ -5,13 +5,17 @@
 //! same either way:
 //! - on every upstream fixture root: the checkpoint written after a cold
 //!   (empty) append equals the fold of a full read;
-//! - on logs built from the bench workload (JSONL: the row stores count
-//!   their writes by an upper bound, so they write no checkpoint) in random batches, some of them
-//!   broken: two identical stores, one reopened with its checkpoint and one
-//!   with its cache removed before each reopen, accept and refuse the same
-//!   batches with the same errors and end with identical bytes;
+//! - on logs built from the bench workload (JSONL and SQLite) in random
+//!   batches, some of them broken: two identical stores, one reopened with
+//!   its checkpoint and one with its cache removed before each reopen,
+//!   accept and refuse the same batches with the same errors and end with
+//!   identical bytes; a checkpoint found is used (no read of the log);
 //! - a checkpoint of an earlier revision (the log grew since, written by a
-//!   writer that left none) and a damaged one are not used.
+//!   writer that left none) and a damaged one are not used;
+//! - SQLite: a hand edit of a row or of the session row that keeps the
+//!   revision (the `sqlite3` shell) is seen by the seal of the rows
+//!   (`src/backend/rows/seal.rs`): the checkpoint is not used, the log is
+//!   read, and the append decides as a load would.
 
 mod support;
 
@@ -84,7 +88,9 @@ fn checkpoints_equal_a_full_read_on_every_fixture_root() {
                     assert_eq!(c.revision.0, rev, "{id}");
                     assert_eq!(c.next_seq, next, "{id}");
                     assert_eq!(c.log_bytes, bytes, "{id}");
-                    assert_eq!(c.header, header, "{id}");
+                    // (the checkpoint keeps the header as its JSONL line;
+                    // a row store's adoption takes the session row's)
+                    assert_eq!(c.header.to_jsonl_line(), header.to_jsonl_line(), "{id}");
                     assert_eq!(c.rules, rules, "{id}: the rules' state");
                     compared += 1;
                 }
@@ -192,10 +198,13 @@ fn decisions_match(make: impl Fn(&Path) -> StoreConfig, strict: bool) {
         }
         let _ = fs::remove_dir_all(&cache_b);
         let a = Store::open(ca.clone()).unwrap();
-        if checkpoint_of(&a, "gen").is_some() {
+        let had_checkpoint = checkpoint_of(&a, "gen").is_some();
+        let ra = a.append("gen", batch.clone());
+        if had_checkpoint {
+            // Used: the log was not read.
+            assert_eq!(a.cold_reads(), Default::default(), "batch at {at}");
             resumed += 1;
         }
-        let ra = a.append("gen", batch.clone());
         a.close().unwrap();
         let b = Store::open(cb.clone()).unwrap();
         assert!(checkpoint_of(&b, "gen").is_none());
@@ -218,7 +227,7 @@ fn decisions_match(make: impl Fn(&Path) -> StoreConfig, strict: bool) {
             let c = checkpoint_of(&a, "gen").expect("a checkpoint after close");
             let (rev, next, bytes, h, rules) = full_read_state(&a, "gen").unwrap();
             assert_eq!((c.revision.0, c.next_seq, c.log_bytes), (rev, next, bytes));
-            assert_eq!(c.header, h);
+            assert_eq!(c.header.to_jsonl_line(), h.to_jsonl_line());
             assert_eq!(c.rules, rules, "after {accepted} appends");
         }
     }
@@ -246,10 +255,37 @@ fn jsonl_strict_appends_decide_the_same_with_and_without_a_checkpoint() {
 }
 
 #[test]
+fn sqlite_appends_decide_the_same_with_and_without_a_checkpoint() {
+    decisions_match(sqlite_config, false);
+}
+
+#[test]
+fn sqlite_strict_appends_decide_the_same_with_and_without_a_checkpoint() {
+    decisions_match(sqlite_config, true);
+}
+
+fn sqlite_config(dir: &Path) -> StoreConfig {
+    StoreConfig::sqlite(dir.join("sessions.db").display().to_string())
+}
+
+fn jsonl_config(dir: &Path) -> StoreConfig {
+    StoreConfig::jsonl(dir.display().to_string())
+}
+
+#[test]
 fn a_stale_or_damaged_checkpoint_is_not_used() {
+    stale_or_damaged(jsonl_config);
+}
+
+#[test]
+fn a_stale_or_damaged_sqlite_checkpoint_is_not_used() {
+    stale_or_damaged(sqlite_config);
+}
+
+fn stale_or_damaged(make: fn(&Path) -> StoreConfig) {
     let events = workload(400);
     let t = support::TempDir::new("ckpt-stale");
-    let config = StoreConfig::jsonl(t.path().display().to_string());
+    let config = make(t.path());
     let s = Store::open(config.clone()).unwrap();
     s.create(SessionHeader::new("s", 1)).unwrap();
     s.append("s", events[..100].to_vec()).unwrap();
@@ -292,8 +328,17 @@ fn a_stale_or_damaged_checkpoint_is_not_used() {
 
 #[test]
 fn a_live_session_leaves_a_checkpoint_when_it_closes() {
+    live_checkpoint(jsonl_config);
+}
+
+#[test]
+fn a_live_sqlite_session_leaves_a_checkpoint_when_it_closes() {
+    live_checkpoint(sqlite_config);
+}
+
+fn live_checkpoint(make: fn(&Path) -> StoreConfig) {
     let t = support::TempDir::new("ckpt-live");
-    let config = StoreConfig::jsonl(t.path().display().to_string());
+    let config = make(t.path());
     let store = Store::open(config.clone()).unwrap();
     let live = store.start(SessionHeader::new("live", 1)).unwrap();
     let mut n = 0;
@@ -307,11 +352,16 @@ fn a_live_session_leaves_a_checkpoint_when_it_closes() {
     let (rev, next, bytes, header, rules) = full_read_state(&store, "live").unwrap();
     assert_eq!((c.revision.0, c.next_seq, c.log_bytes), (rev, next, bytes));
     assert_eq!(next, n as u64);
-    assert_eq!(c.header, header);
+    assert_eq!(c.header.to_jsonl_line(), header.to_jsonl_line());
     assert_eq!(c.rules, rules);
     // A cold append continues from it.
     let more = format!(r#"[{{"type":"turn/start","seq":{n},"time":0,"data":{{"turn":4}}}}]"#);
     store.append_json("live", &more).unwrap();
+    assert_eq!(
+        store.cold_reads(),
+        Default::default(),
+        "the log was not read"
+    );
     let other = more.replace(r#""turn":4"#, r#""turn":5"#);
     let err = store.append_json("live", &other).unwrap_err();
     assert!(err.to_string().contains("seq"), "{err}");
@@ -339,4 +389,146 @@ fn a_close_saves_the_checkpoints_of_the_longest_logs_only() {
         let id = format!("s{i:03}");
         assert_eq!(checkpoint_of(&s, &id).is_some(), i >= extra, "{id}");
     }
+}
+
+/// A SQLite store holding session "s" (the workload's first two turns,
+/// 1,067 events, in rows both scalar and packed), closed with its
+/// checkpoint: the config, the database's path and the event count.
+fn sqlite_with_checkpoint(t: &support::TempDir, events: &[Event]) -> (StoreConfig, PathBuf, usize) {
+    let n = 1 + events[..1100]
+        .iter()
+        .rposition(|e| e.type_str() == "turn/end")
+        .unwrap();
+    let config = sqlite_config(t.path());
+    let s = Store::open(config.clone()).unwrap();
+    s.create(SessionHeader::new("s", 1)).unwrap();
+    for batch in events[..n].chunks(60) {
+        s.append("s", batch.to_vec()).unwrap();
+    }
+    s.close().unwrap();
+    let s = Store::open(config.clone()).unwrap();
+    assert!(checkpoint_of(&s, "s").is_some(), "a checkpoint after close");
+    (config, t.path().join("sessions.db"), n)
+}
+
+/// An edit in the `sqlite3` shell: it changes rows, not the revision.
+fn hand_edit(db: &Path, sql: &str) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let changed = c.execute(sql, []).unwrap();
+    assert_eq!(changed, 1, "{sql}");
+}
+
+/// The revision of "s", and what a load says of it.
+fn revision_and_load(config: &StoreConfig) -> (String, String) {
+    let s = Store::open(config.clone()).unwrap();
+    let rev = s.backend().revision("s").unwrap().unwrap().0;
+    let load = match s.load("s") {
+        Ok(v) => format!("{} events", v.events.len()),
+        Err(e) => e.to_string(),
+    };
+    (rev, load)
+}
+
+#[test]
+fn a_hand_edit_of_a_sqlite_row_is_seen_through_the_checkpoint() {
+    let events = workload(1200);
+    let t = support::TempDir::new("ckpt-edit-row");
+    let (config, db, n) = sqlite_with_checkpoint(&t, &events);
+    let (rev, load) = revision_and_load(&config);
+    assert_eq!(load, format!("{n} events"));
+    // A middle scalar row gets a type no reader knows: a load refuses the
+    // log, and the revision stays.
+    let seq = {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.query_row(
+            "SELECT seq FROM events WHERE session_id = 's' AND ignorable IS NULL AND seq BETWEEN 100 AND 200 ORDER BY seq LIMIT 1",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+    };
+    hand_edit(
+        &db,
+        &format!(
+            "UPDATE events SET type = 'future/required' WHERE session_id = 's' AND seq = {seq}"
+        ),
+    );
+    let (rev_after, load) = revision_and_load(&config);
+    assert_eq!(rev_after, rev, "a hand edit keeps the revision");
+    assert!(load.contains("future/required"), "{load}");
+    // The checkpoint still names the revision, but its seal does not
+    // match the rows: the append reads the log and refuses as the load.
+    let s = Store::open(config.clone()).unwrap();
+    assert!(checkpoint_of(&s, "s").is_some());
+    let err = s.append("s", events[n..n + 10].to_vec()).unwrap_err();
+    assert_eq!(err.to_string(), load);
+    assert_eq!(s.cold_reads().folded, 1, "the log was read");
+    drop(s);
+    // Undone by hand (the same bytes again): the checkpoint stands for
+    // the rows once more and is used.
+    hand_edit(
+        &db,
+        &format!(
+            "UPDATE events SET type = '{}' WHERE session_id = 's' AND seq = {seq}",
+            events[seq as usize].type_str()
+        ),
+    );
+    let s = Store::open(config).unwrap();
+    s.append("s", events[n..n + 10].to_vec()).unwrap();
+    assert_eq!(
+        s.cold_reads(),
+        Default::default(),
+        "the checkpoint was used"
+    );
+}
+
+#[test]
+fn a_hand_edit_of_a_packed_sqlite_row_is_seen_through_the_checkpoint() {
+    let events = workload(1200);
+    let t = support::TempDir::new("ckpt-edit-packed");
+    let (config, db, n) = sqlite_with_checkpoint(&t, &events);
+    // A chunk's text in a packed row, same length: nothing a load
+    // refuses, but another log.
+    hand_edit(
+        &db,
+        "UPDATE events SET data = replace(data, '\" run\"', '\"_run\"') WHERE session_id = 's' AND seq = (SELECT min(seq) FROM events WHERE session_id = 's' AND ignorable = 0 AND typeof(data) = 'text' AND instr(data, '\" run\"') > 0)",
+    );
+    let s = Store::open(config.clone()).unwrap();
+    s.append("s", events[n..n + 10].to_vec()).unwrap();
+    assert_eq!(s.cold_reads().folded, 1, "the log was read");
+    s.close().unwrap();
+    // The checkpoint that append left is of the edited rows: used next.
+    let s = Store::open(config).unwrap();
+    s.append("s", events[n + 10..n + 20].to_vec()).unwrap();
+    assert_eq!(s.cold_reads(), Default::default());
+    let v = s.load("s").unwrap();
+    assert!(v.events.len() >= n + 20);
+    assert!(v.to_json().contains("\"_run\""));
+}
+
+#[test]
+fn a_hand_edit_of_the_sqlite_session_row_is_seen_through_the_checkpoint() {
+    let events = workload(1200);
+    let t = support::TempDir::new("ckpt-edit-header");
+    let (config, db, n) = sqlite_with_checkpoint(&t, &events);
+    hand_edit(&db, "UPDATE sessions SET cwd = '/elsewhere' WHERE id = 's'");
+    let s = Store::open(config.clone()).unwrap();
+    s.append("s", events[n..n + 10].to_vec()).unwrap();
+    assert_eq!(s.cold_reads().folded, 1, "the log was read");
+    s.close().unwrap();
+    // (a read, not a load: a load would close the open turn)
+    let s = Store::open(config.clone()).unwrap();
+    let stored = s.backend().read("s").unwrap().unwrap();
+    assert_eq!(stored.header.cwd.as_deref(), Some("/elsewhere"));
+    // The checkpoint that append left has the new header.
+    s.append("s", events[n + 10..n + 20].to_vec()).unwrap();
+    assert_eq!(s.cold_reads(), Default::default());
+    s.close().unwrap();
+    // A header a read refuses is refused through a checkpoint too.
+    hand_edit(&db, "UPDATE sessions SET created_at = -5 WHERE id = 's'");
+    let s = Store::open(config).unwrap();
+    let load = s.load("s").unwrap_err();
+    assert!(load.to_string().contains("created_at -5"), "{load}");
+    let err = s.append("s", events[n + 20..n + 30].to_vec()).unwrap_err();
+    assert_eq!(err.to_string(), load.to_string());
 }

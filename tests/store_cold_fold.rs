@@ -83,9 +83,9 @@ struct Folding<'a> {
 }
 
 impl EventSink for Folding<'_> {
-    fn events(&mut self, mut events: Vec<Event>) {
+    fn events(&mut self, events: &mut Vec<Event>) {
         self.largest = self.largest.max(events.len());
-        for e in &mut events {
+        for e in events.iter_mut() {
             self.fold.push(e);
         }
     }

@@ -102,12 +102,29 @@ impl StoredLog {
 /// Where a folding read ([`Backend::read_folding`]) hands the events it
 /// accepts, in log order, a stretch at a time.
 pub trait EventSink {
-    /// The next accepted events (the sink owns them: it judges and drops
-    /// them).
-    fn events(&mut self, events: Vec<Event>);
+    /// The next accepted events, lent: the sink judges them, or moves them
+    /// out (`append`, `drain`); what it leaves the reader drops, and it
+    /// refills the same allocation with its next stretch (a fresh vector
+    /// per stretch cost the kernel's zeroing of new pages: 11% of a cold
+    /// SQLite fold).
+    fn events(&mut self, events: &mut Vec<Event>);
     /// The read starts again from the beginning (the log changed under
     /// it): what was handed over so far does not count.
     fn restart(&mut self);
+}
+
+/// What a persisted append checkpoint records of a stored log besides the
+/// rules' fold ([`Backend::append_state`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppendState {
+    /// The next seq.
+    pub next_seq: u64,
+    /// The log's size count (`maxLogBytes`) as a clean full read counts it.
+    pub log_bytes: u64,
+    /// A row store's seal of the session's rows ([`rows::seal`]: its
+    /// revision misses hand edits); `None` where the revision alone
+    /// identifies the log's bytes (JSONL: the file's identity and stamps).
+    pub seal: Option<rows::seal::RowSeal>,
 }
 
 /// What a folding read ([`Backend::read_folding`]) found besides the events
@@ -340,9 +357,9 @@ pub trait Backend: Send + Sync {
         let Some(mut log) = self.read(id)? else {
             return Ok(None);
         };
-        let events = std::mem::take(&mut log.events);
+        let mut events = std::mem::take(&mut log.events);
         let n = events.len() as u64;
-        sink.events(events);
+        sink.events(&mut events);
         Ok(Some(FoldedLog::of(log, n)))
     }
 
@@ -438,29 +455,30 @@ pub trait Backend: Send + Sync {
         None
     }
 
-    /// The next seq and the log's size count (`maxLogBytes`) of a stored
-    /// session at `revision`, when this backend knows both exactly as a
-    /// clean full read would count them (after its own read or writes):
-    /// what the store's persisted append checkpoint records. The default
-    /// (and a backend that counts its writes by an upper bound) says
-    /// `None`, and no checkpoint is written.
-    fn append_state(&self, _header: &SessionHeader, _revision: &Revision) -> Option<(u64, u64)> {
+    /// What the store's persisted append checkpoint records of a stored
+    /// session at `revision` besides the rules' fold ([`AppendState`]),
+    /// when this backend knows it exactly as a clean full read would find
+    /// it (after its own folding read or writes). The default says `None`,
+    /// and no checkpoint is written.
+    fn append_state(&self, _header: &SessionHeader, _revision: &Revision) -> Option<AppendState> {
         None
     }
 
-    /// Takes what the store's persisted append checkpoint says of a stored
-    /// session at `revision` (its next seq and its log's size count for
-    /// `maxLogBytes`), as a clean read would have noted them, so that an
-    /// append expecting that revision needs no read of the log (the append
-    /// still checks the revision). The default notes nothing.
+    /// Takes what a persisted append checkpoint says of a stored session at
+    /// `revision`, as a clean read would have noted it, so that an append
+    /// expecting that revision needs no read of the log (the append still
+    /// checks the revision). Returns the header as a read of the log finds
+    /// it now, or `None` when the stored log is not the one the checkpoint
+    /// describes (a row store: a scan of its rows does not find the
+    /// checkpoint's seal, or the session row changed); nothing is noted
+    /// then. The default notes nothing and returns `header`.
     fn adopt_append_state(
         &self,
-        _header: &SessionHeader,
+        header: &SessionHeader,
         _revision: &Revision,
-        _next_seq: u64,
-        _log_bytes: u64,
-    ) -> Result<()> {
-        Ok(())
+        _state: &AppendState,
+    ) -> Result<Option<SessionHeader>> {
+        Ok(Some(header.clone()))
     }
 
     /// Flushes and releases storage handles.

@@ -82,13 +82,13 @@ impl<'a> TailFold<'a> {
 }
 
 impl EventSink for TailFold<'_> {
-    fn events(&mut self, mut events: Vec<Event>) {
+    fn events(&mut self, events: &mut Vec<Event>) {
         self.largest = self.largest.max(events.len() as u64);
-        for e in &mut events {
+        for e in events.iter_mut() {
             self.fold.push(e);
         }
-        // Dropped here: what the state keeps of them (surface texts) is
-        // shared, not copied.
+        // Dropped by the reader, which keeps the vector's allocation: what
+        // the state keeps of them (surface texts) is shared, not copied.
     }
 
     fn restart(&mut self) {

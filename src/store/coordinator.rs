@@ -130,18 +130,20 @@ impl Shared {
         if !matches!(self.backend.revision(id), Ok(Some(r)) if r == revision) {
             return;
         }
-        // The next seq and size count as a full read would find them.
-        let Some((stored_next, log_bytes)) = self.backend.append_state(&header, &revision) else {
+        // The next seq and size count as a full read would find them (and
+        // a row store's seal of its rows).
+        let Some(state) = self.backend.append_state(&header, &revision) else {
             return;
         };
-        if stored_next != next_seq || rules.event_count() as u64 != next_seq {
+        if state.next_seq != next_seq || rules.event_count() as u64 != next_seq {
             return;
         }
         let c = append_checkpoint::Checkpoint {
             revision,
             header,
             next_seq,
-            log_bytes,
+            log_bytes: state.log_bytes,
+            seal: state.seal,
             rules,
         };
         append_checkpoint::save(&dir, id, &append_checkpoint::rules_key(&self.config), &c);
@@ -681,13 +683,19 @@ impl Store {
         ) else {
             return Ok(None);
         };
-        self.shared
-            .backend
-            .adopt_append_state(&c.header, current, c.next_seq, c.log_bytes)?;
+        let Some(header) =
+            self.shared
+                .backend
+                .adopt_append_state(&c.header, current, &c.append_state())?
+        else {
+            // The rows are not those the checkpoint was folded from (a
+            // hand edit that kept the revision): the log is read.
+            return Ok(None);
+        };
         Ok(Some(Tail {
             revision: c.revision,
             next_seq: c.next_seq,
-            header: c.header,
+            header,
             rules: c.rules,
             persisted: true,
         }))

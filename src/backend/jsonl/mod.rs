@@ -41,8 +41,8 @@ use self::writer::OpenLog;
 use super::limits::{self, Limits};
 use super::writer_lock::{LOCK_DIR_NAME, LockSpace};
 use super::{
-    Backend, BackendKind, EventSink, Expect, FoldedLog, Location, RawArtifact, Revision,
-    ScannedSuffix, StoredLog, TornTail, WriterHolder, WriterLock,
+    AppendState, Backend, BackendKind, EventSink, Expect, FoldedLog, Location, RawArtifact,
+    Revision, ScannedSuffix, StoredLog, TornTail, WriterHolder, WriterLock,
 };
 use crate::codec::chunk_rows::{PackLimits, Record, pack, unpacked};
 use crate::error::{Error, Result};
@@ -819,23 +819,28 @@ impl Backend for JsonlBackend {
         }
     }
 
-    fn append_state(&self, header: &SessionHeader, revision: &Revision) -> Option<(u64, u64)> {
+    fn append_state(&self, header: &SessionHeader, revision: &Revision) -> Option<AppendState> {
         let path = self.write_path(header).ok()?;
-        self.known_next_seq(&path, revision)
-            .zip(self.known_log_bytes(&path, revision))
+        let next_seq = self.known_next_seq(&path, revision)?;
+        let log_bytes = self.known_log_bytes(&path, revision)?;
+        Some(AppendState {
+            next_seq,
+            log_bytes,
+            seal: None,
+        })
     }
 
     fn adopt_append_state(
         &self,
         header: &SessionHeader,
         revision: &Revision,
-        next_seq: u64,
-        log_bytes: u64,
-    ) -> Result<()> {
+        state: &AppendState,
+    ) -> Result<Option<SessionHeader>> {
         let path = self.write_path(header)?;
-        self.note_clean_read(&path, revision, next_seq);
-        self.note_log_bytes(&path, revision, log_bytes);
-        Ok(())
+        self.note_clean_read(&path, revision, state.next_seq);
+        self.note_log_bytes(&path, revision, state.log_bytes);
+        // The checkpoint's header is the log's header line, as read.
+        Ok(Some(header.clone()))
     }
 
     fn read(&self, id: &str) -> Result<Option<StoredLog>> {

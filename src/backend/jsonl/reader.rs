@@ -581,7 +581,7 @@ impl<'a, 's> Rules<'a, 's> {
             if part.base > 0 {
                 part.events.drain(..part.base);
             }
-            sink.events(part.events);
+            sink.events(&mut part.events);
         } else if self.events.is_empty() {
             self.events = part.events;
         } else {
@@ -1569,9 +1569,9 @@ mod tests {
     }
 
     impl EventSink for Collect {
-        fn events(&mut self, mut events: Vec<Event>) {
+        fn events(&mut self, events: &mut Vec<Event>) {
             self.largest = self.largest.max(events.len());
-            self.events.append(&mut events);
+            self.events.append(events);
         }
         fn restart(&mut self) {
             self.events.clear();

@@ -18,11 +18,13 @@
 //!
 //! Files: this one (row values, encoding, decoding), [`varint`], [`scan`]
 //! (the last-turn/end rule over decoded rows, the pipelined full read, the
-//! seeking suffix read), [`checks`] (the append and repair preconditions).
+//! seeking suffix read), [`checks`] (the append and repair preconditions),
+//! [`seal`] (the digest an append checkpoint of a row store is proved by).
 
 pub mod checks;
 pub mod intact_prefix;
 pub mod scan;
+pub mod seal;
 pub mod varint;
 pub mod window;
 
@@ -111,6 +113,21 @@ pub struct EncodedRow {
     pub source_event_seqs: Option<Vec<u8>>,
     pub surface_op: Option<String>,
     pub ignorable: Option<i64>,
+}
+
+impl From<EncodedRow> for StoredRow {
+    /// The row as a read fetches it back (what [`seal::RowSeal`] seals).
+    fn from(r: EncodedRow) -> StoredRow {
+        StoredRow {
+            seq: r.seq,
+            event_type: Value::Text(r.event_type),
+            time: r.time,
+            data: r.data,
+            source_event_seqs: r.source_event_seqs.into(),
+            surface_op: r.surface_op.into(),
+            ignorable: r.ignorable.into(),
+        }
+    }
 }
 
 /// `data` as TEXT, or as a zstd BLOB when that is smaller (SPEC §4.2).

@@ -390,19 +390,27 @@ where
 {
     sink.restart();
     let mut judge = FoldJudge::default();
+    // One buffer of rows and one of decoded events for every stretch.
     let mut pending: Vec<StoredRow> = Vec::with_capacity(stretch);
+    let mut part = DecodedRows::default();
+    let mut step = |pending: &mut Vec<StoredRow>, part: &mut DecodedRows| {
+        decode_expand_ref(pending, part, ctx);
+        pending.clear();
+        judge.stretch(part, sink);
+        part.infos.clear();
+        part.events.clear();
+    };
     let fetched = fetch(&mut |row: StoredRow| {
         pending.push(row);
         if pending.len() == stretch {
-            let rows = std::mem::replace(&mut pending, Vec::with_capacity(stretch));
-            judge.stretch(decode_expand(rows, ctx), sink);
+            step(&mut pending, &mut part);
         }
     })?;
     let Some(fetched) = fetched else {
         return Ok(None);
     };
     if !pending.is_empty() {
-        judge.stretch(decode_expand(pending, ctx), sink);
+        step(&mut pending, &mut part);
     }
     let (handed, torn) = judge.finish()?;
     Ok(Some((fetched, handed, torn, ctx.log_bytes())))
@@ -423,7 +431,7 @@ struct FoldJudge {
 }
 
 impl FoldJudge {
-    fn stretch(&mut self, mut part: DecodedRows, sink: &mut dyn EventSink) {
+    fn stretch(&mut self, part: &mut DecodedRows, sink: &mut dyn EventSink) {
         if self.limit.is_some() {
             return;
         }
@@ -451,7 +459,7 @@ impl FoldJudge {
         part.events.truncate(keep);
         if !part.events.is_empty() {
             self.handed += part.events.len() as u64;
-            sink.events(part.events);
+            sink.events(&mut part.events);
         }
     }
 
@@ -595,8 +603,8 @@ mod tests {
         // A folding read, in stretches of 1, 2, 3 and all rows.
         struct Collect(Vec<Event>);
         impl EventSink for Collect {
-            fn events(&mut self, mut events: Vec<Event>) {
-                self.0.append(&mut events);
+            fn events(&mut self, events: &mut Vec<Event>) {
+                self.0.append(events);
             }
             fn restart(&mut self) {
                 self.0.clear();

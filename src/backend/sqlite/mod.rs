@@ -36,10 +36,11 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 
 use crate::backend::limits::Limits;
+use crate::backend::rows::seal::{RowSeal, SealedLogs};
 use crate::backend::writer_lock::{LOCK_DIR_NAME, LockSpace};
 use crate::backend::{
-    Backend, BackendKind, EventSink, Expect, FoldedLog, Location, RawArtifact, Revision,
-    ScannedSuffix, StoredLog, TornTail, WriterHolder, WriterLock,
+    AppendState, Backend, BackendKind, EventSink, Expect, FoldedLog, Location, RawArtifact,
+    Revision, ScannedSuffix, StoredLog, TornTail, WriterHolder, WriterLock,
 };
 use crate::error::{Error, Result};
 use crate::model::event::Event;
@@ -94,6 +95,10 @@ pub struct SqliteBackend {
     /// The decoded size of a session's log at (incarnation, revision), from
     /// its last full read or this backend's appends (for `maxLogBytes`).
     log_bytes: crate::backend::rows::checks::KnownLogBytes,
+    /// The exact append state (next seq, size count, seal of the rows) of
+    /// the sessions this backend folded or wrote, for the store's append
+    /// checkpoints ([`crate::backend::rows::seal`]).
+    sealed: SealedLogs,
 }
 
 /// Maps a SQLite error: lock timeouts become [`Error::Busy`], a file that is
@@ -145,6 +150,7 @@ impl SqliteBackend {
             label,
             limits: config.limits,
             log_bytes: Mutex::default(),
+            sealed: SealedLogs::default(),
         })
     }
 
@@ -289,6 +295,54 @@ impl Backend for SqliteBackend {
         }
     }
 
+    fn append_state(&self, header: &SessionHeader, revision: &Revision) -> Option<AppendState> {
+        self.sealed.at(&header.id, revision)
+    }
+
+    /// Scans the rows of the session (fetched, not decoded) and takes the
+    /// checkpoint's state only when the session row is at `revision` with
+    /// the same header (as its JSONL line: the checkpoint keeps it in that
+    /// form), a header a read accepts, and the rows have the checkpoint's
+    /// seal. The header returned is the session row's.
+    fn adopt_append_state(
+        &self,
+        header: &SessionHeader,
+        revision: &Revision,
+        state: &AppendState,
+    ) -> Result<Option<SessionHeader>> {
+        let Some(want) = &state.seal else {
+            return Ok(None);
+        };
+        let id = header.id.as_str();
+        let mut scan = want.empty_like();
+        let found = self
+            .db
+            .read(|c, ident| {
+                let row = reader::seal_rows(c, &self.label, id, &mut scan)?;
+                Ok(row.map(|r| (token(ident, &r.incarnation, r.revision), r)))
+            })?
+            .flatten();
+        let Some((at, row)) = found else {
+            return Ok(None);
+        };
+        if at != *revision
+            || row.header.to_jsonl_line() != header.to_jsonl_line()
+            || row.header.problem().is_some()
+            || scan != *want
+        {
+            return Ok(None);
+        }
+        crate::backend::rows::checks::note_log_bytes(
+            &self.log_bytes,
+            id,
+            &row.incarnation,
+            row.revision,
+            state.log_bytes,
+        );
+        self.sealed.note(id, revision, state.clone());
+        Ok(Some(row.header))
+    }
+
     fn cache_dir(&self) -> Option<PathBuf> {
         let base = lock_base(self.db.path()?, &self.label).ok()?;
         let mut dir = base.into_os_string();
@@ -351,11 +405,23 @@ impl Backend for SqliteBackend {
             events,
             expect,
         )?;
-        let (inc, rev, revision) = self.db.write(|c, ident| {
-            let (inc, rev) = writer::append(c, &self.label, header, events, expect, &self.limits)?;
+        let (inc, rev, revision, before, written) = self.db.write(|c, ident| {
+            let ((inc, rev), written) =
+                writer::append(c, &self.label, header, events, expect, &self.limits)?;
             let revision = token(ident, &inc, rev);
-            Ok((inc, rev, revision))
+            let before = written.before.as_ref().map(|(i, r)| token(ident, i, *r));
+            Ok((inc, rev, revision, before, written))
         })?;
+        // Outside the connection lock (the session's appends are
+        // serialized by its writer).
+        self.sealed.after_append(
+            id,
+            before.as_ref(),
+            &written.rows,
+            written.whole_batch,
+            &revision,
+            &self.limits,
+        );
         let mut sizes = self.log_bytes.lock();
         match known {
             Some((k_inc, k_rev, _))
@@ -396,11 +462,21 @@ impl Backend for SqliteBackend {
     fn read_folding(&self, id: &str, sink: &mut dyn EventSink) -> Result<Option<FoldedLog>> {
         let mut ident = None;
         let fetch = self.fetching(&mut ident);
-        let Some((read, handed)) = reader::fold_log(fetch, &self.label, id, &self.limits, sink)?
+        let mut seal = RowSeal::new();
+        let Some((read, handed)) =
+            reader::fold_log(fetch, &self.label, id, &self.limits, sink, &mut seal)?
         else {
             return Ok(None);
         };
         let revision = self.after_read(id, ident, &read)?;
+        if read.torn_from.is_none() {
+            let state = AppendState {
+                next_seq: handed,
+                log_bytes: read.log_bytes,
+                seal: Some(seal),
+            };
+            self.sealed.note(id, &revision, state);
+        }
         Ok(Some(FoldedLog {
             revision,
             header: read.session.header,
@@ -430,6 +506,7 @@ impl Backend for SqliteBackend {
 
     fn commit_repair(&self, id: &str, log: &StoredLog, closers: &[Event]) -> Result<Revision> {
         self.log_bytes.lock().remove(id);
+        self.sealed.forget(id);
         self.db.write(|c, ident| {
             let (inc, rev) =
                 writer::commit_repair(c, &self.label, id, log, closers, &|inc, rev| {
@@ -457,6 +534,7 @@ impl Backend for SqliteBackend {
             return Ok(false);
         }
         self.log_bytes.lock().remove(id);
+        self.sealed.forget(id);
         self.db
             .write(|c, _| manage::delete_session(c, &self.label, id))
     }

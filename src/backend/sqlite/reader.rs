@@ -10,6 +10,7 @@ use crate::model::header::{SESSION_FORMAT_VERSION, SessionHeader, version_refusa
 use crate::model::json::quote;
 
 use super::rows::scan::{self, ReadCtx, limit_subject};
+use super::rows::seal::{Col, RowSeal};
 use super::rows::{self, Fetched, ROW_COLUMNS, StoredRow};
 use super::sql_error;
 use crate::backend::limits::Limits;
@@ -622,20 +623,26 @@ fn stream_rows(
 /// [`read_log`] as a folding read: the events are handed to `events` as
 /// each stretch of rows is decoded and judged (see
 /// [`scan::fold_rows`]); `LogRead::events` stays empty and the count
-/// is returned beside it.
+/// is returned beside it. Every fetched row is fed to `seal` too.
 pub fn fold_log<W>(
     with_conn: W,
     label: &str,
     id: &str,
     limits: &Limits,
     events: &mut dyn crate::backend::EventSink,
+    seal: &mut RowSeal,
 ) -> Result<Option<(LogRead, u64)>>
 where
     W: FnOnce(&mut FetchRows<'_>) -> Result<Option<SessionRow>>,
 {
     let ctx = ReadCtx::new(limits, label, id);
     let read = scan::fold_rows(&ctx, events, |sink| {
-        with_conn(&mut |conn| stream_rows(conn, label, id, limits, sink))
+        with_conn(&mut |conn| {
+            stream_rows(conn, label, id, limits, &mut |row| {
+                seal.feed(&row);
+                sink(row)
+            })
+        })
     })?;
     Ok(read.map(|(session, handed, torn, log_bytes)| {
         (
@@ -648,6 +655,46 @@ where
             handed,
         )
     }))
+}
+
+/// Feeds every row of the log of `id` to `seal` as the database holds it
+/// (in seq order, under one read transaction), copying and decoding
+/// nothing; the session row, or `None` when not stored.
+pub fn seal_rows(
+    conn: &mut Connection,
+    label: &str,
+    id: &str,
+    seal: &mut RowSeal,
+) -> Result<Option<SessionRow>> {
+    let ctx = || format!("cannot read the events of session {}", quote(id));
+    let Some((tx, session)) = begin_read(conn, label, id)? else {
+        return Ok(None);
+    };
+    {
+        let mut stmt = tx
+            .prepare_cached(&format!(
+                "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq"
+            ))
+            .map_err(|e| sql_error(label, &ctx(), e))?;
+        let mut rows = stmt.query([id]).map_err(|e| sql_error(label, &ctx(), e))?;
+        while let Some(r) = rows.next().map_err(|e| sql_error(label, &ctx(), e))? {
+            crate::store::cancel::checkpoint()?;
+            let mut cols = [Col::Null; 7];
+            for (i, c) in cols.iter_mut().enumerate() {
+                *c = match r.get_ref(i).map_err(|e| sql_error(label, &ctx(), e))? {
+                    ValueRef::Null => Col::Null,
+                    ValueRef::Integer(v) => Col::Integer(v),
+                    ValueRef::Real(v) => Col::Real(v),
+                    ValueRef::Text(t) => Col::Text(t),
+                    ValueRef::Blob(b) => Col::Blob(b),
+                };
+            }
+            seal.feed_columns(cols);
+        }
+    }
+    tx.finish()
+        .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
+    Ok(Some(session))
 }
 
 impl FetchedRows {

@@ -15,13 +15,21 @@ use crate::model::json::quote;
 use super::reader::{self, SessionRow};
 use super::rows::{self, EncodedRow};
 use super::sql_error;
+use crate::backend::rows::StoredRow;
 
 fn begin<'c>(conn: &'c mut Connection, label: &str) -> Result<Transaction<'c>> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(|e| sql_error(label, "cannot start a write transaction", e))
 }
 
-fn insert_rows(tx: &Transaction<'_>, label: &str, id: &str, events: &[Event]) -> Result<()> {
+/// Inserts the rows of `events`; returns them as a read fetches them back.
+fn insert_rows(
+    tx: &Transaction<'_>,
+    label: &str,
+    id: &str,
+    events: &[Event],
+) -> Result<Vec<StoredRow>> {
+    let mut inserted = Vec::new();
     let mut stmt = tx
         .prepare_cached(
             "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable) \
@@ -56,8 +64,9 @@ fn insert_rows(tx: &Transaction<'_>, label: &str, id: &str, events: &[Event]) ->
                 e,
             )
         })?;
+        inserted.push(StoredRow::from(row));
     }
-    Ok(())
+    Ok(inserted)
 }
 
 fn bump_revision(tx: &Transaction<'_>, label: &str, id: &str) -> Result<(String, i64)> {
@@ -107,7 +116,7 @@ fn insert_session(tx: &Transaction<'_>, label: &str, header: &SessionHeader) -> 
 /// lock, the stored tail is checked against `events[0].seq` before any
 /// change, the session row is inserted on the first append, the rows are
 /// inserted and the revision bumped, all in one transaction. Returns the new
-/// (incarnation, revision).
+/// (incarnation, revision) and what was written ([`Written`]).
 pub fn append(
     conn: &mut Connection,
     label: &str,
@@ -115,12 +124,15 @@ pub fn append(
     events: &[Event],
     expect: Expect<'_>,
     limits: &Limits,
-) -> Result<(String, i64)> {
+) -> Result<((String, i64), Written)> {
     let id = header.id.as_str();
     if events.is_empty() {
         // Nothing to write; a session is materialized only by events.
         return match reader::session_row(conn, label, id)? {
-            Some(row) => Ok((row.incarnation, row.revision)),
+            Some(row) => {
+                let at = (row.incarnation, row.revision);
+                Ok((at.clone(), Written::nothing_at(at)))
+            }
             None => Err(Error::invalid(format!(
                 "the first append to session {} must carry at least one event",
                 quote(id)
@@ -154,17 +166,23 @@ pub fn append(
             None => Ok(Vec::new()),
         },
     )?;
+    let before = existing.map(|row| (row.incarnation, row.revision));
     let events = &events[already..];
     if events.is_empty() {
         // All stored already (a retry after an ambiguous commit).
-        let row = existing.expect("a skipped prefix is stored");
-        return Ok((row.incarnation, row.revision));
+        let at = before.expect("a skipped prefix is stored");
+        return Ok((at.clone(), Written::nothing_at(at)));
     }
-    if existing.is_none() {
+    if before.is_none() {
         insert_session(&tx, label, header)?;
     }
-    insert_rows(&tx, label, id, events)?;
+    let rows = insert_rows(&tx, label, id, events)?;
     let rev = bump_revision(&tx, label, id)?;
+    let written = Written {
+        before,
+        rows,
+        whole_batch: already == 0,
+    };
     crate::fault::check(crate::fault::Op::SqliteCommit).map_err(|e| Error::io(label, e))?;
     let committed = tx
         .commit()
@@ -175,9 +193,33 @@ pub fn append(
             &format!("cannot commit the append to session {}", quote(id)),
             e,
         );
-        return settle_commit(conn, label, id, events, &rev, e, limits);
+        return settle_commit(conn, label, id, events, &rev, e, limits).map(|at| (at, written));
     }
-    Ok(rev)
+    Ok((rev, written))
+}
+
+/// What one append wrote: the revision of the session row it found
+/// (`None`: it inserted the session), and the rows it inserted, in seq
+/// order, as a read fetches them (for the seal of a checkpoint,
+/// [`crate::backend::rows::seal`]).
+#[derive(Debug)]
+pub struct Written {
+    pub before: Option<(String, i64)>,
+    pub rows: Vec<StoredRow>,
+    /// Every event of the batch was inserted (no retry that found a prefix
+    /// stored).
+    pub whole_batch: bool,
+}
+
+impl Written {
+    /// Nothing written; the session row is at `at`.
+    fn nothing_at(at: (String, i64)) -> Written {
+        Written {
+            before: Some(at),
+            rows: Vec::new(),
+            whole_batch: true,
+        }
+    }
 }
 
 /// An injected lost commit acknowledgement (`Op::SqliteCommitAck`): the
