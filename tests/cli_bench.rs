@@ -252,6 +252,12 @@ fn bench_scale_builds_a_session_and_small_sessions() {
     assert!(s["reopen_append"]["ms"].as_f64().is_some());
     assert_eq!(s["reopen_append_cold"]["events"], 50);
     assert!(s["reopen_append_cold"]["ms"].as_f64().is_some());
+    // The same on a SQLite copy of the log.
+    for k in ["sqlite_reopen_append_cold", "sqlite_reopen_append"] {
+        assert_eq!(s[k]["events"], 50, "{k}");
+        assert!(s[k]["ms"].as_f64().is_some(), "{k}");
+        assert!(s[k]["extra_rss_mib"].as_f64().is_some(), "{k}");
+    }
     assert_eq!(scale["small_sessions"]["count"], 3);
     assert!(
         scale["small_sessions"]["open_and_list_ms"]

@@ -12,7 +12,10 @@
 //!   events through `append_json` (the C ABI text path) with no append
 //!   checkpoint (the cache directory's `append/` removed first: the log is
 //!   folded as it is read): the call's time and the RSS it added;
-//! - `reopen_append`: the same with the checkpoint the last process left.
+//! - `reopen_append`: the same with the checkpoint the last process left;
+//! - `sqlite_reopen_append_cold`, `sqlite_reopen_append`: the same two on
+//!   a SQLite store holding the same log (its checkpoint is used after a
+//!   scan of the rows finds its seal, `src/backend/rows/seal.rs`).
 //!
 //! With `--keep` the stores stay (to run the probes again by hand:
 //! `dsh-persist rss-probe --jsonl DIR --append FILE scale`).
@@ -176,8 +179,8 @@ fn one_size(
 
     progress.phase(
         || format!("bench --scale: load {n} events"),
-        || "cold load, then the RSS probe".to_string(),
-        4,
+        || "cold load, the RSS probe, the reopen + append probes".to_string(),
+        5,
     );
     let store = Store::open(kind.config(dir))?;
     let t = Instant::now();
@@ -210,11 +213,16 @@ fn one_size(
     progress.inc(1);
     let (ra_ms, ra_extra_kib) = reopen_append(kind, dir, &replay, n + BATCH as u64)?;
     progress.inc(1);
+    let sq = dir.join("sqlite");
+    sqlite_copy(&replay, n, &sq)?;
+    let (sq_cold_ms, sq_cold_kib) = reopen_append(Kind::Sqlite, &sq, &replay, n)?;
+    let (sq_ms, sq_kib) = reopen_append(Kind::Sqlite, &sq, &replay, n + BATCH as u64)?;
+    progress.inc(1);
 
     let opt = |v: Option<f64>, d: i32| v.map_or_else(|| "null".into(), |x| num(round(x, d)));
     let per_event = load_rss_kib.map(|k| k * 1024.0 / n as f64);
     let json = format!(
-        "{{\"events\":{n},\"append\":{{\"calls\":{calls},\"wall_ms\":{},\"first_10pct_cpu_ms_per_call\":{},\"last_10pct_cpu_ms_per_call\":{},\"growth\":{}}},\"load\":{{\"ms\":{},\"peak_rss_mib\":{},\"peak_rss_bytes_per_event\":{}}},\"reopen_append_cold\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}}}}",
+        "{{\"events\":{n},\"append\":{{\"calls\":{calls},\"wall_ms\":{},\"first_10pct_cpu_ms_per_call\":{},\"last_10pct_cpu_ms_per_call\":{},\"growth\":{}}},\"load\":{{\"ms\":{},\"peak_rss_mib\":{},\"peak_rss_bytes_per_event\":{}}},\"reopen_append_cold\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"sqlite_reopen_append_cold\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"sqlite_reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}}}}",
         num(round(append_ms, 1)),
         num(round(first, 4)),
         num(round(last, 4)),
@@ -226,9 +234,13 @@ fn one_size(
         opt(cold_extra_kib.map(|k| k / 1024.0), 1),
         opt(ra_ms, 2),
         opt(ra_extra_kib.map(|k| k / 1024.0), 1),
+        opt(sq_cold_ms, 2),
+        opt(sq_cold_kib.map(|k| k / 1024.0), 1),
+        opt(sq_ms, 2),
+        opt(sq_kib.map(|k| k / 1024.0), 1),
     );
     let text = format!(
-        "{n} events: append {calls} calls, CPU/call {first:.4} ms (first 10%) -> {last:.4} ms (last 10%), x{:.2}\n  load {load_ms:.1} ms, peak RSS {} MiB = {} B/event\n  reopen + append({BATCH}) without a checkpoint {} ms, +{} MiB RSS; from the checkpoint {} ms, +{} MiB RSS\n",
+        "{n} events: append {calls} calls, CPU/call {first:.4} ms (first 10%) -> {last:.4} ms (last 10%), x{:.2}\n  load {load_ms:.1} ms, peak RSS {} MiB = {} B/event\n  reopen + append({BATCH}) without a checkpoint {} ms, +{} MiB RSS; from the checkpoint {} ms, +{} MiB RSS\n  SQLite, the same log: reopen + append({BATCH}) without a checkpoint {} ms, +{} MiB RSS; from the checkpoint {} ms, +{} MiB RSS\n",
         last / first.max(1e-9),
         opt(load_rss_kib.map(|k| k / 1024.0), 1),
         opt(per_event, 1),
@@ -236,11 +248,37 @@ fn one_size(
         opt(cold_extra_kib.map(|k| k / 1024.0), 1),
         opt(ra_ms, 2),
         opt(ra_extra_kib.map(|k| k / 1024.0), 1),
+        opt(sq_cold_ms, 2),
+        opt(sq_cold_kib.map(|k| k / 1024.0), 1),
+        opt(sq_ms, 2),
+        opt(sq_kib.map(|k| k / 1024.0), 1),
     );
     if !keep {
         fs::remove_dir_all(dir).ok();
     }
     Ok(Sized { json, text })
+}
+
+/// The first `n` events of the endless log in a new SQLite store in `dir`,
+/// appended in batches, without the append checkpoint that leaves (the
+/// next process folds the rows).
+fn sqlite_copy(replay: &Replay<'_>, n: u64, dir: &Path) -> Result<(), Error> {
+    const COPY_BATCH: u64 = 10_000;
+    make_dir(dir)?;
+    let store = Store::open(Kind::Sqlite.config(dir))?;
+    store.create(bench_header(SCALE_ID))?;
+    let mut seq = 0;
+    while seq < n {
+        let k = (n - seq).min(COPY_BATCH);
+        store.append(SCALE_ID, replay.batch(seq, k as usize)?)?;
+        seq += k;
+    }
+    let cache = store.backend().cache_dir();
+    store.close()?;
+    if let Some(c) = cache {
+        let _ = fs::remove_dir_all(c.join("append"));
+    }
+    Ok(())
 }
 
 fn small_sessions(

@@ -435,6 +435,27 @@ fn check_columns(row: &StoredRow) -> Result<(), RowFailure> {
     Ok(())
 }
 
+/// What a read counts of a row against `maxLogBytes`: its type and surface
+/// columns as stored and its decoded `data`.
+fn read_charge(fixed: usize, data: usize) -> u64 {
+    (fixed + data) as u64
+}
+
+/// What a read of `row` counts against `maxLogBytes` ([`read_charge`], as
+/// [`decode_row_bounded`] charges it), without decoding its record: for a
+/// writer that counts the rows it inserted as a read will. `None` when the
+/// row's `data` does not decode.
+pub fn row_charge(row: &StoredRow, limits: &Limits) -> Option<u64> {
+    let fixed = fixed_len(row);
+    let cap = if row.is_packed() {
+        PACKED_DATA_CAP
+    } else {
+        limits.record().checked_sub(fixed)?
+    };
+    let data = decode_data_ref(&row.data, cap).ok()?;
+    Some(read_charge(fixed, data.len()))
+}
+
 /// [`decode_row`] of a borrowed row under a read's bounds: the record owns
 /// copies of what it keeps, and the row's buffers stay with the caller. (A
 /// decoding thread that freed rows another thread allocated would contend
@@ -453,7 +474,7 @@ pub fn decode_row_bounded(row: &StoredRow, bounds: &RowBounds<'_>) -> Result<Rec
         return Err(invalid("type is not TEXT".into()));
     };
     let charge = |data: usize| {
-        if bounds.budget.charge((fixed + data) as u64) {
+        if bounds.budget.charge(read_charge(fixed, data)) {
             Ok(())
         } else {
             Err(RowFailure::LogLimit)

@@ -30,8 +30,8 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use super::{RowBounds, StoredRow, Value, decode_row_bounded};
-use crate::backend::limits::{Budget, Limits};
+use super::{StoredRow, Value, row_charge};
+use crate::backend::limits::Limits;
 use crate::backend::{AppendState, Revision};
 use crate::model::binary::{Input, put_u64};
 
@@ -252,6 +252,28 @@ impl Default for RowSeal {
     }
 }
 
+/// What one append inserted: its rows as a read fetches them back, in seq
+/// order, and the events they hold.
+#[derive(Debug)]
+pub struct Inserted {
+    pub rows: Vec<StoredRow>,
+    pub events: u64,
+    /// Every event of the batch was inserted (not a retry that found a
+    /// prefix stored).
+    pub whole_batch: bool,
+}
+
+impl Inserted {
+    /// Nothing inserted.
+    pub fn nothing() -> Inserted {
+        Inserted {
+            rows: Vec::new(),
+            events: 0,
+            whole_batch: true,
+        }
+    }
+}
+
 /// What a row store knows exactly of the sessions it read with a fold or
 /// wrote (their [`AppendState`] with a seal, at a revision): what a
 /// persisted append checkpoint records. Kept beside the backend's
@@ -284,17 +306,16 @@ impl SealedLogs {
     }
 
     /// After an append of `id` that found the session at `before` (`None`:
-    /// it created the session) and inserted `rows` (as a read fetches
-    /// them, in seq order), leaving it at `after`: the state extends to
-    /// the new rows when it was known at `before` and the append wrote its
-    /// whole batch; the rows are decoded and counted as a read does (one
-    /// rule for the size count). Otherwise nothing is known of `id`.
+    /// it created the session), inserted `ins` and left it at `after`: the
+    /// state extends to the new rows when it was known at `before` and the
+    /// append wrote its whole batch; the rows are counted as a read counts
+    /// them ([`row_charge`]: one rule for the size count). Otherwise
+    /// nothing is known of `id`.
     pub fn after_append(
         &self,
         id: &str,
         before: Option<&Revision>,
-        rows: &[StoredRow],
-        whole_batch: bool,
+        ins: &Inserted,
         after: &Revision,
         limits: &Limits,
     ) {
@@ -309,33 +330,34 @@ impl SealedLogs {
             (Some(b), Some((r, state))) if r == *b => state,
             _ => return,
         };
-        if !whole_batch {
+        if !ins.whole_batch {
             return;
         }
-        if let Some(state) = extended(known, rows, limits) {
+        if let Some(state) = extended(known, &ins.rows, ins.events, limits) {
             map.insert(id.to_string(), (after.clone(), state));
         }
     }
 }
 
-/// `state` after `rows` (`None` when a row does not decode or does not
-/// continue the log).
-fn extended(mut state: AppendState, rows: &[StoredRow], limits: &Limits) -> Option<AppendState> {
+/// `state` after `rows` holding `events` events (`None` when they do not
+/// start at its next seq, or a row's `data` does not decode).
+fn extended(
+    mut state: AppendState,
+    rows: &[StoredRow],
+    events: u64,
+    limits: &Limits,
+) -> Option<AppendState> {
     let seal = state.seal.as_mut()?;
-    let budget = Budget::unlimited();
-    let bounds = RowBounds {
-        limits,
-        budget: &budget,
-    };
-    for row in rows {
-        let rec = decode_row_bounded(row, &bounds).ok()?;
-        if rec.first_seq() != state.next_seq {
+    if let Some(first) = rows.first() {
+        if u64::try_from(first.seq).ok()? != state.next_seq {
             return None;
         }
-        state.next_seq += rec.member_count();
+    }
+    for row in rows {
+        state.log_bytes += row_charge(row, limits)?;
         seal.feed(row);
     }
-    state.log_bytes += budget.used();
+    state.next_seq += events;
     Some(state)
 }
 

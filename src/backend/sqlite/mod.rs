@@ -417,8 +417,7 @@ impl Backend for SqliteBackend {
         self.sealed.after_append(
             id,
             before.as_ref(),
-            &written.rows,
-            written.whole_batch,
+            &written.inserted,
             &revision,
             &self.limits,
         );

@@ -16,6 +16,7 @@ use super::reader::{self, SessionRow};
 use super::rows::{self, EncodedRow};
 use super::sql_error;
 use crate::backend::rows::StoredRow;
+use crate::backend::rows::seal::Inserted;
 
 fn begin<'c>(conn: &'c mut Connection, label: &str) -> Result<Transaction<'c>> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
@@ -180,8 +181,11 @@ pub fn append(
     let rev = bump_revision(&tx, label, id)?;
     let written = Written {
         before,
-        rows,
-        whole_batch: already == 0,
+        inserted: Inserted {
+            rows,
+            events: events.len() as u64,
+            whole_batch: already == 0,
+        },
     };
     crate::fault::check(crate::fault::Op::SqliteCommit).map_err(|e| Error::io(label, e))?;
     let committed = tx
@@ -199,16 +203,12 @@ pub fn append(
 }
 
 /// What one append wrote: the revision of the session row it found
-/// (`None`: it inserted the session), and the rows it inserted, in seq
-/// order, as a read fetches them (for the seal of a checkpoint,
-/// [`crate::backend::rows::seal`]).
+/// (`None`: it inserted the session), and what it inserted (for the seal
+/// of a checkpoint, [`crate::backend::rows::seal`]).
 #[derive(Debug)]
 pub struct Written {
     pub before: Option<(String, i64)>,
-    pub rows: Vec<StoredRow>,
-    /// Every event of the batch was inserted (no retry that found a prefix
-    /// stored).
-    pub whole_batch: bool,
+    pub inserted: Inserted,
 }
 
 impl Written {
@@ -216,8 +216,7 @@ impl Written {
     fn nothing_at(at: (String, i64)) -> Written {
         Written {
             before: Some(at),
-            rows: Vec::new(),
-            whole_batch: true,
+            inserted: Inserted::nothing(),
         }
     }
 }
