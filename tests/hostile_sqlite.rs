@@ -202,8 +202,11 @@ fn a_file_prefixed_path_is_a_plain_file_name() {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(cwd.join(format!("{name}{suffix}")));
     }
-    // The writer-lock directory beside it.
-    let _ = std::fs::remove_dir_all(cwd.join(format!("{name}.dsh-persist-locks")));
+    // The writer-lock and cache directories beside it (the cache holds
+    // the append checkpoint the close wrote).
+    for dir in ["locks", "cache"] {
+        let _ = std::fs::remove_dir_all(cwd.join(format!("{name}.dsh-persist-{dir}")));
+    }
 }
 
 #[test]
