@@ -599,6 +599,22 @@ fn stream_rows(
     limits: &Limits,
     sink: &mut dyn FnMut(StoredRow),
 ) -> Result<Option<SessionRow>> {
+    let mut fetched = FetchBounds::new(limits, label, id);
+    each_row(conn, label, id, &mut |r| {
+        sink(fetched.row(r)?);
+        Ok(())
+    })
+}
+
+/// Runs `f` on every `events` row of `id` as SQLite hands it over (the
+/// columns of [`ROW_COLUMNS`], in seq order, under one read transaction
+/// with the session row); the session row, or `None` when not stored.
+fn each_row(
+    conn: &mut Connection,
+    label: &str,
+    id: &str,
+    f: &mut dyn FnMut(&rusqlite::Row<'_>) -> Result<()>,
+) -> Result<Option<SessionRow>> {
     let ctx = || format!("cannot read the events of session {}", quote(id));
     let Some((tx, session)) = begin_read(conn, label, id)? else {
         return Ok(None);
@@ -610,9 +626,8 @@ fn stream_rows(
             ))
             .map_err(|e| sql_error(label, &ctx(), e))?;
         let mut rows = stmt.query([id]).map_err(|e| sql_error(label, &ctx(), e))?;
-        let mut fetched = FetchBounds::new(limits, label, id);
         while let Some(r) = rows.next().map_err(|e| sql_error(label, &ctx(), e))? {
-            sink(fetched.row(r)?);
+            f(r)?;
         }
     }
     tx.finish()
@@ -667,34 +682,21 @@ pub fn seal_rows(
     seal: &mut RowSeal,
 ) -> Result<Option<SessionRow>> {
     let ctx = || format!("cannot read the events of session {}", quote(id));
-    let Some((tx, session)) = begin_read(conn, label, id)? else {
-        return Ok(None);
-    };
-    {
-        let mut stmt = tx
-            .prepare_cached(&format!(
-                "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq"
-            ))
-            .map_err(|e| sql_error(label, &ctx(), e))?;
-        let mut rows = stmt.query([id]).map_err(|e| sql_error(label, &ctx(), e))?;
-        while let Some(r) = rows.next().map_err(|e| sql_error(label, &ctx(), e))? {
-            crate::store::cancel::checkpoint()?;
-            let mut cols = [Col::Null; 7];
-            for (i, c) in cols.iter_mut().enumerate() {
-                *c = match r.get_ref(i).map_err(|e| sql_error(label, &ctx(), e))? {
-                    ValueRef::Null => Col::Null,
-                    ValueRef::Integer(v) => Col::Integer(v),
-                    ValueRef::Real(v) => Col::Real(v),
-                    ValueRef::Text(t) => Col::Text(t),
-                    ValueRef::Blob(b) => Col::Blob(b),
-                };
-            }
-            seal.feed_columns(cols);
+    each_row(conn, label, id, &mut |r| {
+        crate::store::cancel::checkpoint()?;
+        let mut cols = [Col::Null; 7];
+        for (i, c) in cols.iter_mut().enumerate() {
+            *c = match r.get_ref(i).map_err(|e| sql_error(label, &ctx(), e))? {
+                ValueRef::Null => Col::Null,
+                ValueRef::Integer(v) => Col::Integer(v),
+                ValueRef::Real(v) => Col::Real(v),
+                ValueRef::Text(t) => Col::Text(t),
+                ValueRef::Blob(b) => Col::Blob(b),
+            };
         }
-    }
-    tx.finish()
-        .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
-    Ok(Some(session))
+        seal.feed_columns(cols);
+        Ok(())
+    })
 }
 
 impl FetchedRows {
