@@ -34,10 +34,14 @@
 //!   (a lost checkpoint costs one full read). A file whose hash does not
 //!   match its bytes is ignored.
 //!
-//! PostgreSQL: the same seal would serve, but its scan streams every row
-//! over the connection (most of what a fold costs there); left for later,
-//! its cold appends fold the rows ([`super::cold_fold`]: bounded memory, a
-//! full judgement).
+//! PostgreSQL: no checkpoint yet. It has no cache directory (a store on a
+//! server has no place beside it on the host's file system; a checkpoint
+//! table would be a schema change), and the seal would have to be
+//! computed by the server, not by streaming every row: measured at 0.8M
+//! events, the sum of `hashtextextended` of each row's canonical text
+//! takes 34–47 ms on the server, against a 257–287 ms fold. Its cold
+//! appends fold the rows ([`super::cold_fold`]: bounded memory, a full
+//! judgement).
 //!
 //! Why not resume from a checkpoint of an older revision and judge only
 //! the bytes appended since: that needs a JSONL read from a byte offset
