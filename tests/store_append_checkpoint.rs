@@ -532,3 +532,27 @@ fn a_hand_edit_of_the_sqlite_session_row_is_seen_through_the_checkpoint() {
     let err = s.append("s", events[n + 20..n + 30].to_vec()).unwrap_err();
     assert_eq!(err.to_string(), load.to_string());
 }
+
+#[test]
+fn a_delete_removes_the_checkpoint() {
+    let events = workload(100);
+    for make in [jsonl_config as fn(&Path) -> StoreConfig, sqlite_config] {
+        let t = support::TempDir::new("ckpt-delete");
+        let config = make(t.path());
+        let s = Store::open(config.clone()).unwrap();
+        s.create(SessionHeader::new("s", 1)).unwrap();
+        s.append("s", events.clone()).unwrap();
+        s.close().unwrap();
+        let file = append_checkpoint::file_of(&cache_of(&config), "s");
+        assert!(file.is_file(), "{}", file.display());
+        let s = Store::open(config.clone()).unwrap();
+        s.delete("s").unwrap();
+        assert!(!file.exists(), "{}", file.display());
+        // A new session of that id starts clean.
+        s.create(SessionHeader::new("s", 2)).unwrap();
+        s.append("s", events[..10].to_vec()).unwrap();
+        s.close().unwrap();
+        let v = Store::open(config).unwrap().load("s").unwrap();
+        assert_eq!(v.header.created_at, 2);
+    }
+}

@@ -52,6 +52,11 @@ impl Store {
         let deleted = backend.delete(id, &writer);
         self.invalidate(id);
         self.forget_created(id);
+        if let Some(dir) = backend.cache_dir() {
+            // Its append checkpoint would never match a new session of
+            // that id (another revision); this frees the space.
+            crate::store::append_checkpoint::remove(&dir, id);
+        }
         if !deleted? {
             return Err(Error::not_found(format!(
                 "cannot delete: session {} not found",
