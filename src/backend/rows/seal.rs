@@ -277,19 +277,51 @@ impl Inserted {
 /// What a row store knows exactly of the sessions it read with a fold or
 /// wrote (their [`AppendState`] with a seal, at a revision): what a
 /// persisted append checkpoint records. Kept beside the backend's
-/// connection; an entry counts only at its revision.
+/// connection; an entry counts only at its revision. Bounded
+/// ([`SEALED_MAX`]): a forgotten session gets no checkpoint at close (the
+/// next process folds it once), which costs little for the short logs
+/// dropped first.
 #[derive(Default)]
 pub struct SealedLogs(Mutex<HashMap<String, (Revision, AppendState)>>);
+
+/// The most sessions a [`SealedLogs`] keeps (about 300 bytes each).
+pub const SEALED_MAX: usize = 16_384;
+
+/// Logs shorter than this are forgotten first when [`SEALED_MAX`] is
+/// reached (a fold of them takes a few milliseconds).
+const SHORT_LOG_EVENTS: u64 = 10_000;
+
+fn insert_bounded(
+    map: &mut HashMap<String, (Revision, AppendState)>,
+    id: &str,
+    entry: (Revision, AppendState),
+) {
+    if map.len() >= SEALED_MAX && !map.contains_key(id) {
+        map.retain(|_, (_, s)| s.next_seq >= SHORT_LOG_EVENTS);
+        if map.len() >= SEALED_MAX / 2 {
+            map.clear();
+        }
+    }
+    map.insert(id.to_string(), entry);
+}
 
 impl SealedLogs {
     /// Notes what a clean read of `id` at `revision` found (or what a
     /// checkpoint proved).
     pub fn note(&self, id: &str, revision: &Revision, state: AppendState) {
         if state.seal.is_some() {
-            self.0
-                .lock()
-                .insert(id.to_string(), (revision.clone(), state));
+            insert_bounded(&mut self.0.lock(), id, (revision.clone(), state));
         }
+    }
+
+    /// How many sessions are known.
+    pub fn len(&self) -> usize {
+        self.0.lock().len()
+    }
+
+    /// Whether no session is known.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The state of `id` at `revision`, when known.
@@ -334,7 +366,7 @@ impl SealedLogs {
             return;
         }
         if let Some(state) = extended(known, &ins.rows, ins.events, limits) {
-            map.insert(id.to_string(), (after.clone(), state));
+            insert_bounded(&mut map, id, (after.clone(), state));
         }
     }
 }
@@ -541,6 +573,40 @@ mod tests {
         let fresh = RowSeal::new();
         assert_ne!(fresh.key, RowSeal::new().key, "random keys");
         assert_eq!(fresh.rows(), 0);
+    }
+
+    #[test]
+    fn the_sealed_logs_stay_bounded_and_keep_the_long_logs() {
+        let logs = SealedLogs::default();
+        let state = |next_seq| AppendState {
+            next_seq,
+            log_bytes: 0,
+            seal: Some(RowSeal::with_key([3, 5])),
+        };
+        let rev = Revision("r".into());
+        logs.note("long", &rev, state(SHORT_LOG_EVENTS));
+        for i in 0..SEALED_MAX + 10 {
+            logs.note(&format!("short-{i}"), &rev, state(5));
+            assert!(logs.len() <= SEALED_MAX);
+        }
+        assert_eq!(logs.at("long", &rev), Some(state(SHORT_LOG_EVENTS)));
+        assert!(logs.at("long", &Revision("other".into())).is_none());
+        // The newest short ones since the last cut are kept.
+        let last = format!("short-{}", SEALED_MAX + 9);
+        assert!(logs.at(&last, &rev).is_some());
+        // An entry without a seal is not noted; a forgotten one is gone.
+        logs.note(
+            "unsealed",
+            &rev,
+            AppendState {
+                seal: None,
+                ..state(1)
+            },
+        );
+        assert!(logs.at("unsealed", &rev).is_none());
+        logs.forget("long");
+        assert!(logs.at("long", &rev).is_none());
+        assert!(!logs.is_empty());
     }
 
     #[test]
