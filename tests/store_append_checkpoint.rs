@@ -556,3 +556,29 @@ fn a_delete_removes_the_checkpoint() {
         assert_eq!(v.header.created_at, 2);
     }
 }
+
+#[test]
+fn writers_taking_turns_continue_from_each_others_checkpoints() {
+    let events = workload(1200);
+    for make in [jsonl_config as fn(&Path) -> StoreConfig, sqlite_config] {
+        let t = support::TempDir::new("ckpt-turns");
+        let config = make(t.path());
+        let s = Store::open(config.clone()).unwrap();
+        s.create(SessionHeader::new("s", 1)).unwrap();
+        s.append("s", events[..40].to_vec()).unwrap();
+        s.close().unwrap();
+        // Each round a fresh store (another process, as far as the
+        // checkpoint knows) appends one batch and closes.
+        for (round, batch) in events[40..].chunks(40).enumerate() {
+            let s = Store::open(config.clone()).unwrap();
+            s.append("s", batch.to_vec()).unwrap();
+            assert_eq!(s.cold_reads(), Default::default(), "round {round}");
+            s.close().unwrap();
+        }
+        let v = Store::open(config).unwrap().load("s").unwrap();
+        for (a, b) in v.events.iter().zip(&events) {
+            assert_eq!(a.to_json(), b.to_json());
+        }
+        assert!(v.events.len() >= events.len());
+    }
+}
