@@ -533,16 +533,22 @@ fn a_hand_edit_of_the_sqlite_session_row_is_seen_through_the_checkpoint() {
     assert_eq!(err.to_string(), load.to_string());
 }
 
+/// Session "s" created in a store of `config` with `events`, then closed
+/// (leaving its checkpoint).
+fn stored_session(config: &StoreConfig, events: &[Event]) {
+    let s = Store::open(config.clone()).unwrap();
+    s.create(SessionHeader::new("s", 1)).unwrap();
+    s.append("s", events.to_vec()).unwrap();
+    s.close().unwrap();
+}
+
 #[test]
 fn a_delete_removes_the_checkpoint() {
     let events = workload(100);
     for make in [jsonl_config as fn(&Path) -> StoreConfig, sqlite_config] {
         let t = support::TempDir::new("ckpt-delete");
         let config = make(t.path());
-        let s = Store::open(config.clone()).unwrap();
-        s.create(SessionHeader::new("s", 1)).unwrap();
-        s.append("s", events.clone()).unwrap();
-        s.close().unwrap();
+        stored_session(&config, &events);
         let file = append_checkpoint::file_of(&cache_of(&config), "s");
         assert!(file.is_file(), "{}", file.display());
         let s = Store::open(config.clone()).unwrap();
@@ -563,10 +569,7 @@ fn writers_taking_turns_continue_from_each_others_checkpoints() {
     for make in [jsonl_config as fn(&Path) -> StoreConfig, sqlite_config] {
         let t = support::TempDir::new("ckpt-turns");
         let config = make(t.path());
-        let s = Store::open(config.clone()).unwrap();
-        s.create(SessionHeader::new("s", 1)).unwrap();
-        s.append("s", events[..40].to_vec()).unwrap();
-        s.close().unwrap();
+        stored_session(&config, &events[..40]);
         // Each round a fresh store (another process, as far as the
         // checkpoint knows) appends one batch and closes.
         for (round, batch) in events[40..].chunks(40).enumerate() {
