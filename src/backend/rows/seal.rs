@@ -165,9 +165,21 @@ impl Words<'_> {
 }
 
 impl RowSeal {
-    /// The seal of no rows under a random key.
+    /// The seal of no rows under a random key: a process-wide secret from
+    /// the OS (read once) mixed with a counter (splitmix64), so that a new
+    /// session's or a fold's seal reads no file on the append path.
     pub fn new() -> RowSeal {
-        let point = || crate::backend::jsonl::revision::random_u64() % (P - 1) + 1;
+        use once_cell::sync::Lazy;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static SECRET: Lazy<u64> = Lazy::new(crate::backend::jsonl::revision::random_u64);
+        static DRAWN: AtomicU64 = AtomicU64::new(0);
+        let point = || {
+            let n = DRAWN.fetch_add(1, Ordering::Relaxed);
+            let mut z = SECRET.wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) % (P - 1) + 1
+        };
         RowSeal::with_key([point(), point()])
     }
 
@@ -247,12 +259,6 @@ impl RowSeal {
     }
 }
 
-impl Default for RowSeal {
-    fn default() -> Self {
-        RowSeal::new()
-    }
-}
-
 /// What one append inserted: its rows as a read fetches them back, in seq
 /// order, and the events they hold.
 #[derive(Debug)]
@@ -272,6 +278,12 @@ impl Inserted {
             events: 0,
             whole_batch: true,
         }
+    }
+}
+
+impl Default for RowSeal {
+    fn default() -> Self {
+        RowSeal::new()
     }
 }
 
@@ -316,12 +328,14 @@ impl SealedLogs {
     }
 
     /// How many sessions are known.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.0.lock().len()
     }
 
     /// Whether no session is known.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
