@@ -48,6 +48,9 @@ pub struct RowSeal {
     key: [u64; 2],
     acc: [u64; 2],
     rows: u64,
+    /// Per point: the key's powers k², k³, k⁴ (made from `key`), for
+    /// four words a step.
+    powers: [[u64; 3]; 2],
 }
 
 fn mul_mod(a: u64, b: u64) -> u64 {
@@ -97,11 +100,44 @@ struct Words<'s> {
     filled: usize,
 }
 
+/// `x` modulo [`P`], for any `x` below 2^64.
+fn reduce(x: u64) -> u64 {
+    let r = (x & P) + (x >> 61);
+    if r >= P { r - P } else { r }
+}
+
 impl Words<'_> {
+    fn new(seal: &mut RowSeal) -> Words<'_> {
+        Words {
+            seal,
+            pending: 0,
+            filled: 0,
+        }
+    }
+
     fn word(&mut self, w: u64) {
         let [k0, k1] = self.seal.key;
         let [a0, a1] = self.seal.acc;
         self.seal.acc = [add_mod(mul_mod(a0, k0), w), add_mod(mul_mod(a1, k1), w)];
+    }
+
+    /// Four words at once: Horner's rule unrolled, `a·k⁴ + w0·k³ + w1·k² +
+    /// w2·k + w3`, the same value as four steps of [`Words::word`] with
+    /// the products independent of each other (a quarter of the chain of
+    /// dependent multiplications; the seal of a long log is most of a
+    /// checkpointed cold append's own time). Each term is below `P`, so
+    /// their sum is below 5·P < 2^64.
+    fn four_words(&mut self, w: [u64; 4]) {
+        for lane in 0..2 {
+            let k = self.seal.key[lane];
+            let [k2, k3, k4] = self.seal.powers[lane];
+            let sum = mul_mod(self.seal.acc[lane], k4)
+                + mul_mod(w[0], k3)
+                + mul_mod(w[1], k2)
+                + mul_mod(w[2], k)
+                + w[3];
+            self.seal.acc[lane] = reduce(sum);
+        }
     }
 
     fn bytes(&mut self, mut b: &[u8]) {
@@ -119,11 +155,23 @@ impl Words<'_> {
             self.word(w);
             (self.pending, self.filled) = (0, 0);
         }
-        let mut whole = b.chunks_exact(WORD);
-        for c in &mut whole {
+        let word_at = |c: &[u8]| {
             let mut w = [0u8; 8];
             w[..WORD].copy_from_slice(c);
-            self.word(u64::from_le_bytes(w));
+            u64::from_le_bytes(w)
+        };
+        let mut blocks = b.chunks_exact(4 * WORD);
+        for c in &mut blocks {
+            self.four_words([
+                word_at(&c[..WORD]),
+                word_at(&c[WORD..2 * WORD]),
+                word_at(&c[2 * WORD..3 * WORD]),
+                word_at(&c[3 * WORD..]),
+            ]);
+        }
+        let mut whole = blocks.remainder().chunks_exact(WORD);
+        for c in &mut whole {
+            self.word(word_at(c));
         }
         for &byte in whole.remainder() {
             self.pending |= u64::from(byte) << (8 * self.filled);
@@ -184,10 +232,21 @@ impl RowSeal {
     }
 
     fn with_key(key: [u64; 2]) -> RowSeal {
+        RowSeal::at(key, [1, 1], 0)
+    }
+
+    /// The seal under `key` with these accumulators after `rows` rows.
+    fn at(key: [u64; 2], acc: [u64; 2], rows: u64) -> RowSeal {
+        let powers = key.map(|k| {
+            let k2 = mul_mod(k, k);
+            let k3 = mul_mod(k2, k);
+            [k2, k3, mul_mod(k3, k)]
+        });
         RowSeal {
             key,
-            acc: [1, 1],
-            rows: 0,
+            acc,
+            rows,
+            powers,
         }
     }
 
@@ -218,11 +277,7 @@ impl RowSeal {
     /// Seals the next row given as its columns in [`StoredRow`]'s order
     /// (seq, type, time, data, source_event_seqs, surface_op, ignorable).
     pub fn feed_columns(&mut self, cols: [Col<'_>; 7]) {
-        let mut words = Words {
-            seal: self,
-            pending: 0,
-            filled: 0,
-        };
+        let mut words = Words::new(self);
         for c in cols {
             words.col(c);
         }
@@ -251,11 +306,8 @@ impl RowSeal {
         let [k0, k1, a0, a1, rows] = v;
         let point = |x: u64| (1..P).contains(&x);
         let residue = |x: u64| x < P;
-        (point(k0) && point(k1) && residue(a0) && residue(a1)).then_some(RowSeal {
-            key: [k0, k1],
-            acc: [a0, a1],
-            rows,
-        })
+        (point(k0) && point(k1) && residue(a0) && residue(a1))
+            .then(|| RowSeal::at([k0, k1], [a0, a1], rows))
     }
 }
 
@@ -277,6 +329,37 @@ impl Inserted {
             rows: Vec::new(),
             events: 0,
             whole_batch: true,
+        }
+    }
+}
+
+/// What one append wrote: the (incarnation, revision) of the session row
+/// it found (`None`: it inserted the session), and what it inserted.
+#[derive(Debug)]
+pub struct Written {
+    pub before: Option<(String, i64)>,
+    pub inserted: Inserted,
+}
+
+impl Written {
+    /// Nothing written; the session row is at `at`.
+    pub fn nothing_at(at: (String, i64)) -> Written {
+        Written {
+            before: Some(at),
+            inserted: Inserted::nothing(),
+        }
+    }
+
+    /// Written, but what is not known exactly (a retry that found its
+    /// batch stored by an attempt whose reply was lost): no seal extends.
+    pub fn unknown() -> Written {
+        Written {
+            before: None,
+            inserted: Inserted {
+                rows: Vec::new(),
+                events: 0,
+                whole_batch: false,
+            },
         }
     }
 }
@@ -479,11 +562,7 @@ mod tests {
                 }
             }
         }
-        RowSeal {
-            key,
-            acc,
-            rows: rows.len() as u64,
-        }
+        RowSeal::at(key, acc, rows.len() as u64)
     }
 
     #[test]
@@ -493,7 +572,8 @@ mod tests {
         // start and end at every offset within a word.
         let rows: Vec<StoredRow> = (0..40)
             .map(|n| {
-                let mut r = row(n, &"é".repeat(n as usize % 9).to_string());
+                // Data of 0 to 199 bytes: runs of four whole words too.
+                let mut r = row(n, &"é".repeat(n as usize * 7 % 100));
                 r.source_event_seqs = Value::Blob(vec![7; n as usize % 15]);
                 r.surface_op = if n % 3 == 0 {
                     Value::Text("x".repeat(n as usize))

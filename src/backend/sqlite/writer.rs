@@ -16,7 +16,7 @@ use super::reader::{self, SessionRow};
 use super::rows::{self, EncodedRow};
 use super::sql_error;
 use crate::backend::rows::StoredRow;
-use crate::backend::rows::seal::Inserted;
+use crate::backend::rows::seal::{Inserted, Written};
 
 fn begin<'c>(conn: &'c mut Connection, label: &str) -> Result<Transaction<'c>> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
@@ -200,25 +200,6 @@ pub fn append(
         return settle_commit(conn, label, id, events, &rev, e, limits).map(|at| (at, written));
     }
     Ok((rev, written))
-}
-
-/// What one append wrote: the revision of the session row it found
-/// (`None`: it inserted the session), and what it inserted (for the seal
-/// of a checkpoint, [`crate::backend::rows::seal`]).
-#[derive(Debug)]
-pub struct Written {
-    pub before: Option<(String, i64)>,
-    pub inserted: Inserted,
-}
-
-impl Written {
-    /// Nothing written; the session row is at `at`.
-    fn nothing_at(at: (String, i64)) -> Written {
-        Written {
-            before: Some(at),
-            inserted: Inserted::nothing(),
-        }
-    }
 }
 
 /// An injected lost commit acknowledgement (`Op::SqliteCommitAck`): the
