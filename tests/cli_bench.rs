@@ -155,11 +155,16 @@ fn bench_json_report_has_every_figure() {
     assert!(h.stdout.contains("not comparable"));
 }
 
+/// The PostgreSQL bench tests check that no bench schema is left: one at
+/// a time.
+static PG_BENCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn bench_measures_postgres_beside_sqlite_when_a_server_is_set() {
     let Some(url) = support::pg::url("bench_measures_postgres_beside_sqlite") else {
         return;
     };
+    let _one_at_a_time = PG_BENCH.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = TempDir::new("cli-bench-pg");
     let r = run_env(
         [
@@ -203,6 +208,69 @@ fn bench_measures_postgres_beside_sqlite_when_a_server_is_set() {
         .unwrap()
         .get(0);
     assert_eq!(left, 0);
+}
+
+#[test]
+fn bench_scale_measures_postgres_reopen_append_when_a_server_is_set() {
+    let Some(url) = support::pg::url("bench_scale_measures_postgres") else {
+        return;
+    };
+    let _one_at_a_time = PG_BENCH.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("cli-bench-scale-pg");
+    let r = run_env(
+        [
+            "--json",
+            "bench",
+            "--scale",
+            "--scale-events",
+            "1200",
+            "--small-sessions",
+            "3",
+            "--keep",
+            "--out-dir",
+            tmp.path().to_str().unwrap(),
+        ],
+        &[("DSH_BENCH_POSTGRES_URL", Some(url.as_str()))],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = r.json();
+    let s = &v["scale"]["sessions"][0];
+    for k in ["postgres_reopen_append_cold", "postgres_reopen_append"] {
+        assert_eq!(s[k]["events"], 50, "{k}");
+        assert!(s[k]["ms"].as_f64().is_some(), "{k}: {s}");
+        assert!(s[k]["extra_rss_mib"].as_f64().is_some(), "{k}");
+    }
+    // The second probe found the checkpoint the first left in the cacheDir.
+    let checkpoints: Vec<_> = walk(tmp.path())
+        .into_iter()
+        .filter(|p| p.components().any(|c| c.as_os_str() == "pg-cache"))
+        .filter(|p| p.extension().is_some_and(|e| e == "ckpt"))
+        .collect();
+    assert_eq!(checkpoints.len(), 1, "{checkpoints:?}");
+    // The schema is dropped afterwards (even with --keep: the stores on
+    // disk stay).
+    let left: i64 = support::pg::admin(&url)
+        .query_one(
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'dsh\\_bench\\_%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
 
 #[test]
@@ -257,6 +325,10 @@ fn bench_scale_builds_a_session_and_small_sessions() {
         assert_eq!(s[k]["events"], 50, "{k}");
         assert!(s[k]["ms"].as_f64().is_some(), "{k}");
         assert!(s[k]["extra_rss_mib"].as_f64().is_some(), "{k}");
+    }
+    // No server: the PostgreSQL pair is null.
+    for k in ["postgres_reopen_append_cold", "postgres_reopen_append"] {
+        assert!(s[k]["ms"].is_null(), "{k}");
     }
     assert_eq!(scale["small_sessions"]["count"], 3);
     assert!(

@@ -15,10 +15,15 @@
 //! - SQLite: a hand edit of a row or of the session row that keeps the
 //!   revision (the `sqlite3` shell) is seen by the seal of the rows
 //!   (`src/backend/rows/seal.rs`): the checkpoint is not used, the log is
-//!   read, and the append decides as a load would.
+//!   read, and the append decides as a load would;
+//! - PostgreSQL with a `cacheDir` (the server test of `.ci/run`): the same
+//!   decisions, stale and damaged checkpoints, live sessions, deletes,
+//!   writers taking turns and hand edits (`psql`); without one, nothing is
+//!   kept.
 
 mod support;
 
+use std::cell::RefCell;
 use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -28,7 +33,7 @@ use dsh_persist::model::header::SessionHeader;
 use dsh_persist::model::validate::{LogState, session_view};
 use dsh_persist::model::vocabulary::Vocabulary;
 use dsh_persist::store::append_checkpoint;
-use dsh_persist::store::{Store, StoreConfig};
+use dsh_persist::store::{BackendConfig, Store, StoreConfig};
 
 /// The full-read state of `id` in `store`: (revision, next seq, log bytes,
 /// header, fold), as the store builds it without a checkpoint.
@@ -272,6 +277,31 @@ fn jsonl_config(dir: &Path) -> StoreConfig {
     StoreConfig::jsonl(dir.display().to_string())
 }
 
+/// PostgreSQL stores with a `cacheDir` inside the temp dir each is made
+/// for: a schema of its own per dir, dropped with the returned maker.
+fn pg_config(url: &str, tag: &str) -> impl Fn(&Path) -> StoreConfig + use<> {
+    let made: RefCell<Vec<(PathBuf, support::pg::Schema)>> = RefCell::default();
+    let (url, tag) = (url.to_string(), tag.to_string());
+    move |dir: &Path| {
+        let mut made = made.borrow_mut();
+        if !made.iter().any(|(d, _)| d == dir) {
+            made.push((dir.to_path_buf(), support::pg::Schema::new(&url, &tag)));
+        }
+        let (_, schema) = made.iter().find(|(d, _)| d == dir).unwrap();
+        let mut c = schema.config();
+        c.cache_dir = Some(dir.join("pg-cache"));
+        StoreConfig::with_backend(BackendConfig::Postgres(c))
+    }
+}
+
+#[test]
+fn postgres_appends_decide_the_same_with_and_without_a_checkpoint() {
+    let Some(url) = support::pg::url("postgres_appends_decide_the_same") else {
+        return;
+    };
+    decisions_match(pg_config(&url, "ckpt_decide"), false);
+}
+
 #[test]
 fn a_stale_or_damaged_checkpoint_is_not_used() {
     stale_or_damaged(jsonl_config);
@@ -282,7 +312,15 @@ fn a_stale_or_damaged_sqlite_checkpoint_is_not_used() {
     stale_or_damaged(sqlite_config);
 }
 
-fn stale_or_damaged(make: fn(&Path) -> StoreConfig) {
+#[test]
+fn a_stale_or_damaged_postgres_checkpoint_is_not_used() {
+    let Some(url) = support::pg::url("a_stale_or_damaged_postgres_checkpoint") else {
+        return;
+    };
+    stale_or_damaged(pg_config(&url, "ckpt_stale"));
+}
+
+fn stale_or_damaged(make: impl Fn(&Path) -> StoreConfig) {
     let events = workload(400);
     let t = support::TempDir::new("ckpt-stale");
     let config = make(t.path());
@@ -336,7 +374,15 @@ fn a_live_sqlite_session_leaves_a_checkpoint_when_it_closes() {
     live_checkpoint(sqlite_config);
 }
 
-fn live_checkpoint(make: fn(&Path) -> StoreConfig) {
+#[test]
+fn a_live_postgres_session_leaves_a_checkpoint_when_it_closes() {
+    let Some(url) = support::pg::url("a_live_postgres_session_leaves_a_checkpoint") else {
+        return;
+    };
+    live_checkpoint(pg_config(&url, "ckpt_live"));
+}
+
+fn live_checkpoint(make: impl Fn(&Path) -> StoreConfig) {
     let t = support::TempDir::new("ckpt-live");
     let config = make(t.path());
     let store = Store::open(config.clone()).unwrap();
@@ -395,11 +441,19 @@ fn a_close_saves_the_checkpoints_of_the_longest_logs_only() {
 /// 1,067 events, in rows both scalar and packed), closed with its
 /// checkpoint: the config, the database's path and the event count.
 fn sqlite_with_checkpoint(t: &support::TempDir, events: &[Event]) -> (StoreConfig, PathBuf, usize) {
+    let config = sqlite_config(t.path());
+    let n = with_checkpoint(&config, events);
+    (config, t.path().join("sessions.db"), n)
+}
+
+/// Session "s" of `config` holding `events` up to the last turn/end in
+/// the first 1,100, appended in batches of 60 and closed: its checkpoint
+/// is there. Returns how many events it holds.
+fn with_checkpoint(config: &StoreConfig, events: &[Event]) -> usize {
     let n = 1 + events[..1100]
         .iter()
         .rposition(|e| e.type_str() == "turn/end")
         .unwrap();
-    let config = sqlite_config(t.path());
     let s = Store::open(config.clone()).unwrap();
     s.create(SessionHeader::new("s", 1)).unwrap();
     for batch in events[..n].chunks(60) {
@@ -408,7 +462,7 @@ fn sqlite_with_checkpoint(t: &support::TempDir, events: &[Event]) -> (StoreConfi
     s.close().unwrap();
     let s = Store::open(config.clone()).unwrap();
     assert!(checkpoint_of(&s, "s").is_some(), "a checkpoint after close");
-    (config, t.path().join("sessions.db"), n)
+    n
 }
 
 /// An edit in the `sqlite3` shell: it changes rows, not the revision.
@@ -543,9 +597,109 @@ fn stored_session(config: &StoreConfig, events: &[Event]) {
 }
 
 #[test]
+fn a_hand_edit_of_a_postgres_row_is_seen_through_the_checkpoint() {
+    let Some(url) = support::pg::url("a_hand_edit_of_a_postgres_row") else {
+        return;
+    };
+    let events = workload(1200);
+    let t = support::TempDir::new("ckpt-edit-pg");
+    let schema = support::pg::Schema::new(&url, "ckpt_edit");
+    let mut pg = schema.config();
+    pg.cache_dir = Some(t.path().join("pg-cache"));
+    let config = StoreConfig::with_backend(BackendConfig::Postgres(pg));
+    let n = with_checkpoint(&config, &events);
+    let (rev, load) = revision_and_load(&config);
+    assert_eq!(load, format!("{n} events"));
+    // An edit in psql: a middle scalar row gets a type no reader knows. A
+    // load refuses the log; the revision stays.
+    let mut admin = schema.admin();
+    let seq: i64 = admin
+        .query_one(
+            "SELECT seq FROM events WHERE session_id = 's' AND ignorable IS NULL AND seq BETWEEN 100 AND 200 ORDER BY seq LIMIT 1",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let mut edit = |sql: &str| assert_eq!(admin.execute(sql, &[]).unwrap(), 1, "{sql}");
+    edit(&format!(
+        "UPDATE events SET type = 'future/required' WHERE session_id = 's' AND seq = {seq}"
+    ));
+    let (rev_after, load) = revision_and_load(&config);
+    assert_eq!(rev_after, rev, "a hand edit keeps the revision");
+    assert!(load.contains("future/required"), "{load}");
+    // The checkpoint names the revision, but not the rows' seal: the
+    // append reads the log and refuses as the load does.
+    let s = Store::open(config.clone()).unwrap();
+    assert!(checkpoint_of(&s, "s").is_some());
+    let err = s.append("s", events[n..n + 10].to_vec()).unwrap_err();
+    assert_eq!(err.to_string(), load);
+    assert_eq!(s.cold_reads().folded, 1, "the log was read");
+    drop(s);
+    // Undone: the checkpoint stands for the rows again and is used.
+    edit(&format!(
+        "UPDATE events SET type = '{}' WHERE session_id = 's' AND seq = {seq}",
+        events[seq as usize].type_str()
+    ));
+    let s = Store::open(config.clone()).unwrap();
+    s.append("s", events[n..n + 10].to_vec()).unwrap();
+    assert_eq!(
+        s.cold_reads(),
+        Default::default(),
+        "the checkpoint was used"
+    );
+    s.close().unwrap();
+    // An edit of the session row is seen too; the checkpoint that append
+    // leaves has the new header.
+    edit("UPDATE sessions SET cwd = '/elsewhere' WHERE id = 's'");
+    let s = Store::open(config.clone()).unwrap();
+    s.append("s", events[n + 10..n + 20].to_vec()).unwrap();
+    assert_eq!(s.cold_reads().folded, 1, "the log was read");
+    s.close().unwrap();
+    let s = Store::open(config).unwrap();
+    s.append("s", events[n + 20..n + 30].to_vec()).unwrap();
+    assert_eq!(s.cold_reads(), Default::default());
+    let stored = s.backend().read("s").unwrap().unwrap();
+    assert_eq!(stored.header.cwd.as_deref(), Some("/elsewhere"));
+    assert_eq!(stored.events.len(), n + 30);
+}
+
+#[test]
+fn a_postgres_store_without_a_cache_dir_keeps_nothing_and_a_shared_one_is_refused() {
+    let Some(url) = support::pg::url("a_postgres_store_without_a_cache_dir") else {
+        return;
+    };
+    let events = workload(300);
+    let schema = support::pg::Schema::new(&url, "ckpt_none");
+    let config = StoreConfig::with_backend(BackendConfig::Postgres(schema.config()));
+    stored_session(&config, &events[..100]);
+    let s = Store::open(config.clone()).unwrap();
+    assert_eq!(s.backend().cache_dir(), None);
+    // Every cold append reads the log.
+    s.append("s", events[100..150].to_vec()).unwrap();
+    assert_eq!(s.cold_reads().folded, 1);
+    s.close().unwrap();
+    // A cacheDir others may write to is refused at open, naming it.
+    let t = support::TempDir::new("ckpt-shared-pg");
+    let shared = t.path().join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let mut pg = schema.config();
+    pg.cache_dir = Some(shared.clone());
+    let err = match Store::open(StoreConfig::with_backend(BackendConfig::Postgres(pg))) {
+        Ok(_) => panic!("a world-writable cacheDir was taken"),
+        Err(e) => e,
+    };
+    assert_eq!(err.kind(), dsh_persist::ErrorKind::InvalidArgument);
+    assert!(
+        err.to_string().contains(&shared.display().to_string()),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_delete_removes_the_checkpoint() {
     let events = workload(100);
-    for make in [jsonl_config as fn(&Path) -> StoreConfig, sqlite_config] {
+    for_each_kind("ckpt_delete", |make| {
         let t = support::TempDir::new("ckpt-delete");
         let config = make(t.path());
         stored_session(&config, &events);
@@ -560,13 +714,23 @@ fn a_delete_removes_the_checkpoint() {
         s.close().unwrap();
         let v = Store::open(config).unwrap().load("s").unwrap();
         assert_eq!(v.header.created_at, 2);
+    });
+}
+
+/// Runs `body` with a maker of JSONL, SQLite and (with the test server)
+/// PostgreSQL stores that keep checkpoints.
+fn for_each_kind(tag: &str, body: impl Fn(&dyn Fn(&Path) -> StoreConfig)) {
+    body(&jsonl_config);
+    body(&sqlite_config);
+    if let Some(url) = support::pg::url(tag) {
+        body(&pg_config(&url, tag));
     }
 }
 
 #[test]
 fn writers_taking_turns_continue_from_each_others_checkpoints() {
     let events = workload(1200);
-    for make in [jsonl_config as fn(&Path) -> StoreConfig, sqlite_config] {
+    for_each_kind("ckpt_turns", |make| {
         let t = support::TempDir::new("ckpt-turns");
         let config = make(t.path());
         stored_session(&config, &events[..40]);
@@ -583,5 +747,5 @@ fn writers_taking_turns_continue_from_each_others_checkpoints() {
             assert_eq!(a.to_json(), b.to_json());
         }
         assert!(v.events.len() >= events.len());
-    }
+    });
 }

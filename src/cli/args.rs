@@ -60,6 +60,12 @@ pub struct StoreArgs {
     /// a URL given to `--store` or `--to`; default `dsh`).
     #[arg(long = "postgres-schema", value_name = "NAME", global = true)]
     pub postgres_schema: Option<String>,
+    /// A private directory on this host for a PostgreSQL store's caches
+    /// (its `cacheDir`): append checkpoints, so that a cold append
+    /// continues from one instead of reading the whole log, and the search
+    /// index. Default: none.
+    #[arg(long = "postgres-cache-dir", value_name = "DIR", global = true, value_hint = ValueHint::DirPath)]
+    pub postgres_cache_dir: Option<PathBuf>,
 }
 
 impl StoreArgs {

@@ -133,7 +133,7 @@ fn load_workload(path: &Path, limit: Option<usize>) -> Result<Workload, Error> {
 /// The environment variables naming the bench's PostgreSQL server.
 const POSTGRES_URL_ENV: [&str; 2] = ["DSH_BENCH_POSTGRES_URL", "DSH_TEST_POSTGRES_URL"];
 
-fn postgres_url() -> Option<String> {
+pub(super) fn postgres_url() -> Option<String> {
     POSTGRES_URL_ENV
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
@@ -153,6 +153,11 @@ pub(super) enum Kind {
 
 /// The bench's schema for the store directory `dir` (`…/postgres` or
 /// `…/postgres-small`).
+/// The `cacheDir` of the bench's PostgreSQL store of `dir`.
+fn postgres_cache_dir(dir: &Path) -> PathBuf {
+    dir.join("pg-cache")
+}
+
 fn bench_schema(dir: &Path) -> String {
     let name = dir.to_string_lossy();
     let area = ["small", "writers", "catalog"]
@@ -184,9 +189,14 @@ impl Kind {
         }
     }
 
+    /// A PostgreSQL store with its `cacheDir` (append checkpoints, the
+    /// search index) in `dir`, as a host that wants fast cold appends
+    /// configures one.
     fn postgres_config(dir: &Path) -> PostgresConfig {
         let url = postgres_url().unwrap_or_default();
-        PostgresConfig::new(url).with_schema(bench_schema(dir))
+        let mut c = PostgresConfig::new(url).with_schema(bench_schema(dir));
+        c.cache_dir = Some(postgres_cache_dir(dir));
+        c
     }
 
     /// The store directory (JSONL root, or the SQLite file's directory).
@@ -235,6 +245,7 @@ impl Kind {
             Kind::Postgres => {
                 a.postgres = postgres_url();
                 a.postgres_schema = Some(bench_schema(dir));
+                a.postgres_cache_dir = Some(postgres_cache_dir(dir));
             }
         }
         a
@@ -259,8 +270,9 @@ impl Kind {
     }
 }
 
-/// Drops the bench's PostgreSQL schemas when the bench ends.
-struct PostgresScratch(Vec<PathBuf>);
+/// Drops the bench's PostgreSQL schemas (of these store directories) when
+/// the bench ends.
+pub(super) struct PostgresScratch(pub(super) Vec<PathBuf>);
 
 impl Drop for PostgresScratch {
     fn drop(&mut self) {
@@ -770,6 +782,8 @@ fn run_probe(
             url.into(),
             "--postgres-schema".into(),
             a.postgres_schema.clone().unwrap_or_default().into(),
+            "--postgres-cache-dir".into(),
+            a.postgres_cache_dir.clone().unwrap_or_default().into(),
         ],
         _ => return Ok(None),
     };

@@ -15,7 +15,10 @@
 //! - `reopen_append`: the same with the checkpoint the last process left;
 //! - `sqlite_reopen_append_cold`, `sqlite_reopen_append`: the same two on
 //!   a SQLite store holding the same log (its checkpoint is used after a
-//!   scan of the rows finds its seal, `src/backend/rows/seal.rs`).
+//!   scan of the rows finds its seal, `src/backend/rows/seal.rs`);
+//! - `postgres_reopen_append_cold`, `postgres_reopen_append`: the same on a
+//!   PostgreSQL store with a `cacheDir` holding the same log, when the
+//!   bench has a server (`DSH_BENCH_POSTGRES_URL`; `null` otherwise).
 //!
 //! With `--keep` the stores stay (to run the probes again by hand:
 //! `dsh-persist rss-probe --jsonl DIR --append FILE scale`).
@@ -214,15 +217,27 @@ fn one_size(
     let (ra_ms, ra_extra_kib) = reopen_append(kind, dir, &replay, n + BATCH as u64)?;
     progress.inc(1);
     let sq = dir.join("sqlite");
-    sqlite_copy(&replay, n, &sq)?;
+    copy_log(Kind::Sqlite, &replay, n, &sq)?;
     let (sq_cold_ms, sq_cold_kib) = reopen_append(Kind::Sqlite, &sq, &replay, n)?;
     let (sq_ms, sq_kib) = reopen_append(Kind::Sqlite, &sq, &replay, n + BATCH as u64)?;
+    let pg = dir.join("postgres");
+    let ((pg_cold_ms, pg_cold_kib), (pg_ms, pg_kib)) = match super::bench::postgres_url() {
+        Some(_) => {
+            let _drop_schema = super::bench::PostgresScratch(vec![pg.clone()]);
+            copy_log(Kind::Postgres, &replay, n, &pg)?;
+            (
+                reopen_append(Kind::Postgres, &pg, &replay, n)?,
+                reopen_append(Kind::Postgres, &pg, &replay, n + BATCH as u64)?,
+            )
+        }
+        None => ((None, None), (None, None)),
+    };
     progress.inc(1);
 
     let opt = |v: Option<f64>, d: i32| v.map_or_else(|| "null".into(), |x| num(round(x, d)));
     let per_event = load_rss_kib.map(|k| k * 1024.0 / n as f64);
     let json = format!(
-        "{{\"events\":{n},\"append\":{{\"calls\":{calls},\"wall_ms\":{},\"first_10pct_cpu_ms_per_call\":{},\"last_10pct_cpu_ms_per_call\":{},\"growth\":{}}},\"load\":{{\"ms\":{},\"peak_rss_mib\":{},\"peak_rss_bytes_per_event\":{}}},\"reopen_append_cold\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"sqlite_reopen_append_cold\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"sqlite_reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}}}}",
+        "{{\"events\":{n},\"append\":{{\"calls\":{calls},\"wall_ms\":{},\"first_10pct_cpu_ms_per_call\":{},\"last_10pct_cpu_ms_per_call\":{},\"growth\":{}}},\"load\":{{\"ms\":{},\"peak_rss_mib\":{},\"peak_rss_bytes_per_event\":{}}},\"reopen_append_cold\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"sqlite_reopen_append_cold\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"sqlite_reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"postgres_reopen_append_cold\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"postgres_reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}}}}",
         num(round(append_ms, 1)),
         num(round(first, 4)),
         num(round(last, 4)),
@@ -238,7 +253,21 @@ fn one_size(
         opt(sq_cold_kib.map(|k| k / 1024.0), 1),
         opt(sq_ms, 2),
         opt(sq_kib.map(|k| k / 1024.0), 1),
+        opt(pg_cold_ms, 2),
+        opt(pg_cold_kib.map(|k| k / 1024.0), 1),
+        opt(pg_ms, 2),
+        opt(pg_kib.map(|k| k / 1024.0), 1),
     );
+    let postgres_line = match pg_cold_ms {
+        Some(_) => format!(
+            "  PostgreSQL (cacheDir), the same log: reopen + append({BATCH}) without a checkpoint {} ms, +{} MiB RSS; from the checkpoint {} ms, +{} MiB RSS\n",
+            opt(pg_cold_ms, 2),
+            opt(pg_cold_kib.map(|k| k / 1024.0), 1),
+            opt(pg_ms, 2),
+            opt(pg_kib.map(|k| k / 1024.0), 1),
+        ),
+        None => "  PostgreSQL: skipped (no server: set DSH_BENCH_POSTGRES_URL)\n".to_string(),
+    };
     let text = format!(
         "{n} events: append {calls} calls, CPU/call {first:.4} ms (first 10%) -> {last:.4} ms (last 10%), x{:.2}\n  load {load_ms:.1} ms, peak RSS {} MiB = {} B/event\n  reopen + append({BATCH}) without a checkpoint {} ms, +{} MiB RSS; from the checkpoint {} ms, +{} MiB RSS\n  SQLite, the same log: reopen + append({BATCH}) without a checkpoint {} ms, +{} MiB RSS; from the checkpoint {} ms, +{} MiB RSS\n",
         last / first.max(1e-9),
@@ -252,20 +281,20 @@ fn one_size(
         opt(sq_cold_kib.map(|k| k / 1024.0), 1),
         opt(sq_ms, 2),
         opt(sq_kib.map(|k| k / 1024.0), 1),
-    );
+    ) + &postgres_line;
     if !keep {
         fs::remove_dir_all(dir).ok();
     }
     Ok(Sized { json, text })
 }
 
-/// The first `n` events of the endless log in a new SQLite store in `dir`,
+/// The first `n` events of the endless log in a new `kind` store in `dir`,
 /// appended in batches, without the append checkpoint that leaves (the
 /// next process folds the rows).
-fn sqlite_copy(replay: &Replay<'_>, n: u64, dir: &Path) -> Result<(), Error> {
+fn copy_log(kind: Kind, replay: &Replay<'_>, n: u64, dir: &Path) -> Result<(), Error> {
     const COPY_BATCH: u64 = 10_000;
     make_dir(dir)?;
-    let store = Store::open(Kind::Sqlite.config(dir))?;
+    let store = Store::open(kind.config(dir))?;
     store.create(bench_header(SCALE_ID))?;
     let mut seq = 0;
     while seq < n {

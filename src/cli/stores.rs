@@ -50,8 +50,9 @@ pub enum Selection {
     Jsonl(PathBuf, Compression),
     /// A SQLite database file.
     Sqlite(PathBuf),
-    /// A PostgreSQL server's URL and the store's schema.
-    Postgres(String, Option<String>),
+    /// A PostgreSQL server's URL, the store's schema and its cache
+    /// directory on this host.
+    Postgres(String, Option<String>, Option<PathBuf>),
 }
 
 /// What the selected store is used for: detection is stricter for a
@@ -71,7 +72,7 @@ fn shown(p: &Path) -> String {
 pub fn detect(path: &Path, purpose: Purpose, schema: Option<&String>) -> Result<Selection, Error> {
     if let Some(url) = path.to_str() {
         if POSTGRES_SCHEMES.iter().any(|s| url.starts_with(s)) {
-            return Ok(Selection::Postgres(url.to_string(), schema.cloned()));
+            return Ok(Selection::Postgres(url.to_string(), schema.cloned(), None));
         }
     }
     let explicit = match purpose {
@@ -169,11 +170,19 @@ fn detect_root(root: &Path, purpose: Purpose, explicit: &str) -> Result<Selectio
 impl Selection {
     /// The selection of the store flags (`--store` detected for reading).
     pub fn from_store_args(a: &StoreArgs) -> Result<Selection, Error> {
+        let cache = || a.postgres_cache_dir.clone();
         if let Some(url) = &a.postgres {
-            return Ok(Selection::Postgres(url.clone(), a.postgres_schema.clone()));
+            return Ok(Selection::Postgres(
+                url.clone(),
+                a.postgres_schema.clone(),
+                cache(),
+            ));
         }
         Ok(match (&a.store, &a.jsonl, &a.jsonl_raw, &a.sqlite) {
-            (Some(p), _, _, _) => detect(p, Purpose::Read, a.postgres_schema.as_ref())?,
+            (Some(p), _, _, _) => match detect(p, Purpose::Read, a.postgres_schema.as_ref())? {
+                Selection::Postgres(url, schema, _) => Selection::Postgres(url, schema, cache()),
+                other => other,
+            },
             (_, Some(r), _, _) => Selection::Jsonl(r.clone(), Compression::Zstd),
             (_, _, Some(r), _) => Selection::Jsonl(r.clone(), Compression::None),
             (_, _, _, Some(f)) => Selection::Sqlite(f.clone()),
@@ -189,7 +198,7 @@ impl Selection {
     /// writing); `schema` is `--postgres-schema` (for `--to-postgres`).
     pub fn from_target_args(a: &TargetArgs, schema: Option<&String>) -> Result<Selection, Error> {
         if let Some(url) = &a.to_postgres {
-            return Ok(Selection::Postgres(url.clone(), schema.cloned()));
+            return Ok(Selection::Postgres(url.clone(), schema.cloned(), None));
         }
         Ok(match (&a.to, &a.to_jsonl, &a.to_jsonl_raw, &a.to_sqlite) {
             (Some(p), _, _, _) => detect(p, Purpose::Write, schema)?,
@@ -236,13 +245,14 @@ impl Selection {
     }
 
     fn postgres_config(&self) -> Result<PostgresConfig, Error> {
-        let Selection::Postgres(url, schema) = self else {
+        let Selection::Postgres(url, schema, cache_dir) = self else {
             return Err(Error::invariant("not a PostgreSQL selection"));
         };
         let mut c = PostgresConfig::new(url.clone());
         if let Some(s) = schema {
             c.schema = s.clone();
         }
+        c.cache_dir = cache_dir.clone();
         // A command needs one connection at a time.
         c.pool_size = 2;
         Ok(c)
@@ -347,7 +357,7 @@ mod tests {
         ] {
             for purpose in [Purpose::Read, Purpose::Write] {
                 match detect(Path::new(url), purpose, Some(&schema)).unwrap() {
-                    Selection::Postgres(u, s) => {
+                    Selection::Postgres(u, s, _) => {
                         assert_eq!(u, url);
                         assert_eq!(s.as_deref(), Some("my_schema"));
                     }
@@ -357,12 +367,38 @@ mod tests {
         }
         // Without --postgres-schema: the backend's default.
         let sel = detect(Path::new("postgresql://db/x"), Purpose::Read, None).unwrap();
-        assert!(matches!(&sel, Selection::Postgres(_, None)), "{sel:?}");
+        assert!(matches!(&sel, Selection::Postgres(_, None, _)), "{sel:?}");
         let BackendConfig::Postgres(c) = sel.config().unwrap().backend else {
             panic!("not a PostgreSQL configuration");
         };
         assert_eq!(c.url, "postgresql://db/x");
         assert_eq!(c.schema, "dsh");
+        assert_eq!(c.cache_dir, None);
+        // --postgres-cache-dir reaches the configuration, given with
+        // --postgres or a URL to --store.
+        for args in [
+            StoreArgs {
+                postgres: Some("postgresql://db/x".into()),
+                ..StoreArgs::default()
+            },
+            StoreArgs {
+                store: Some("postgresql://db/x".into()),
+                ..StoreArgs::default()
+            },
+        ] {
+            let args = StoreArgs {
+                postgres_cache_dir: Some("/home/me/.cache/dsh".into()),
+                ..args
+            };
+            let sel = Selection::from_store_args(&args).unwrap();
+            let BackendConfig::Postgres(c) = sel.config().unwrap().backend else {
+                panic!("not a PostgreSQL configuration");
+            };
+            assert_eq!(
+                c.cache_dir.as_deref(),
+                Some(Path::new("/home/me/.cache/dsh"))
+            );
+        }
         // Anything else is a path.
         let sel = detect(Path::new("postgres:/x"), Purpose::Read, None);
         assert_eq!(sel.unwrap_err().kind(), dsh_persist::ErrorKind::NotFound);

@@ -7,7 +7,8 @@
 //!  "busyTimeoutMs":5000, …the shared keys…}
 //! {"backend":"postgres","url":"postgresql://user:pw@host:5432/db","schema":"dsh",
 //!  "poolSize":8,"connectTimeoutMs":5000,"sslMode":"prefer","sslRootCert":"/ca.pem",
-//!  "sslCert":"/client.pem","sslKey":"/client.key","applicationName":"dsh-persist", …}
+//!  "sslCert":"/client.pem","sslKey":"/client.key","applicationName":"dsh-persist",
+//!  "cacheDir":"/home/agent/.cache/dsh-persist", …}
 //! ```
 //! Shared by every backend: `"maxRecordBytes":268435456,"maxLogBytes":1073741824`,
 //! the read and write bounds of [`crate::backend::limits`].
@@ -219,6 +220,15 @@ impl StoreConfig {
                 if let Some(name) = string("applicationName")? {
                     c.application_name = name;
                 }
+                c.cache_dir = string("cacheDir")?
+                    .map(|d| {
+                        if d.is_empty() {
+                            Err(Error::invalid("cacheDir must not be empty"))
+                        } else {
+                            Ok(d.into())
+                        }
+                    })
+                    .transpose()?;
                 // Checked now, so a bad setting fails before any connection.
                 c.resolve()?;
                 (
@@ -233,6 +243,7 @@ impl StoreConfig {
                         "sslCert",
                         "sslKey",
                         "applicationName",
+                        "cacheDir",
                     ],
                 )
             }
@@ -325,7 +336,7 @@ mod tests {
         let c = StoreConfig::parse(r#"{"backend":"postgres","url":"postgresql://u@h/d"}"#).unwrap();
         assert_eq!(c, StoreConfig::postgres("postgresql://u@h/d"));
         let c = StoreConfig::parse(
-            r#"{"backend":"postgres","url":"postgresql://u@h/d","schema":"agents_1","poolSize":3,"connectTimeoutMs":250,"sslMode":"verify-full","sslRootCert":"/ca.pem","sslCert":"/c.pem","sslKey":"/c.key","applicationName":"fleet","strict":true}"#,
+            r#"{"backend":"postgres","url":"postgresql://u@h/d","schema":"agents_1","poolSize":3,"connectTimeoutMs":250,"sslMode":"verify-full","sslRootCert":"/ca.pem","sslCert":"/c.pem","sslKey":"/c.key","applicationName":"fleet","cacheDir":"/var/cache/agent","strict":true}"#,
         )
         .unwrap();
         let BackendConfig::Postgres(p) = &c.backend else {
@@ -341,7 +352,18 @@ mod tests {
         assert_eq!(p.ssl_cert.as_deref(), Some(std::path::Path::new("/c.pem")));
         assert_eq!(p.ssl_key.as_deref(), Some(std::path::Path::new("/c.key")));
         assert_eq!(p.application_name, "fleet");
+        assert_eq!(
+            p.cache_dir.as_deref(),
+            Some(std::path::Path::new("/var/cache/agent"))
+        );
         assert!(c.strict);
+        let empty = r#"{"backend":"postgres","url":"postgresql://u@h/d","cacheDir":""}"#;
+        assert!(
+            StoreConfig::parse(empty)
+                .unwrap_err()
+                .to_string()
+                .contains("cacheDir must not be empty")
+        );
     }
 
     #[test]

@@ -100,6 +100,13 @@ pub struct PostgresConfig {
     pub application_name: String,
     /// `maxRecordBytes` / `maxLogBytes`: the read and write bounds.
     pub limits: Limits,
+    /// `cacheDir`: a private directory on this host for the store's caches
+    /// (append checkpoints, the search index), in a subdirectory per store
+    /// (named by its store id). `None` (the default): a server store has no
+    /// place of its own on the host, and nothing is cached. Must be owned
+    /// by the current user and not group/world-writable; made 0700 when
+    /// missing.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl PostgresConfig {
@@ -116,6 +123,7 @@ impl PostgresConfig {
             ssl_key: None,
             application_name: DEFAULT_APPLICATION_NAME.to_string(),
             limits: Limits::default(),
+            cache_dir: None,
         }
     }
 

@@ -18,10 +18,18 @@
 //! - Every committed batch, and every delete, notifies the channel `<schema>.batches`
 //!   ([`NOTIFY_SUFFIX`]), so a follower can `LISTEN` instead of polling.
 //!
+//! - With a `cacheDir` ([`cache_dir`]), cold appends continue from an append
+//!   checkpoint, as on SQLite: the seal of the session's rows
+//!   ([`crate::backend::rows::seal`], the same code) proves the rows are
+//!   those the checkpoint was folded from; a scan of them (fetched, not
+//!   decoded or judged) replaces the fold.
+//!
 //! Files: [`config`] (URL, schema, pool, TLS settings), [`tls`], [`pool`]
 //! (connections, error mapping), [`schema`] (tables, identity), [`reader`],
-//! [`writer`], [`lock`], [`scan`] (the read-only walk of `verify`).
+//! [`writer`], [`lock`], [`scan`] (the read-only walk of `verify`),
+//! [`cache_dir`].
 
+pub mod cache_dir;
 pub mod config;
 pub mod lock;
 pub mod manage;
@@ -34,16 +42,18 @@ pub mod window;
 pub mod writer;
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
 use crate::backend::limits::Limits;
+use crate::backend::rows::seal::{RowSeal, SealedLogs};
 use crate::backend::rows::{checks, scan as row_scan};
 use crate::backend::{
-    Backend, BackendKind, EventSink, Expect, FoldedLog, Location, RawArtifact, Revision,
-    ScannedSuffix, StoredLog, TornTail, WriterHolder, WriterLock,
+    AppendState, Backend, BackendKind, EventSink, Expect, FoldedLog, Location, RawArtifact,
+    Revision, ScannedSuffix, StoredLog, TornTail, WriterHolder, WriterLock,
 };
 use crate::error::{Error, Result};
 use crate::model::event::Event;
@@ -127,6 +137,12 @@ pub struct PostgresBackend {
     /// append checks `maxLogBytes` against it, as the SQLite backend does
     /// (`Limits::check_log_append`); an unknown size is not checked.
     log_bytes: crate::backend::rows::checks::KnownLogBytes,
+    /// This store's directory under the configured `cacheDir` (`None`:
+    /// nothing is cached, and no seals are kept).
+    cache_dir: Option<PathBuf>,
+    /// The sessions whose rows this backend sealed (a folding read, its
+    /// appends, an adopted checkpoint): what an append checkpoint records.
+    sealed: SealedLogs,
 }
 
 impl PostgresBackend {
@@ -143,7 +159,14 @@ impl PostgresBackend {
             let mut conn = pool.get()?;
             schema::ensure_schema(&mut conn.client, &label, &config.schema)?
         };
+        let cache_dir = config
+            .cache_dir
+            .as_deref()
+            .map(|d| cache_dir::store_cache_dir(d, &store_id))
+            .transpose()?;
         Ok(PostgresBackend {
+            cache_dir,
+            sealed: SealedLogs::default(),
             limits: config.limits,
             label: label.clone(),
             pool,
@@ -347,6 +370,57 @@ impl Backend for PostgresBackend {
         Ok(Box::new(window::NotifyWaiter { client }))
     }
 
+    fn cache_dir(&self) -> Option<PathBuf> {
+        self.cache_dir.clone()
+    }
+
+    fn append_state(&self, header: &SessionHeader, revision: &Revision) -> Option<AppendState> {
+        self.sealed.at(&header.id, revision)
+    }
+
+    /// As on SQLite: takes the checkpoint's state only when the session
+    /// row is at `revision` with the same header (a header a read
+    /// accepts), and a scan of the rows (fetched in one snapshot with the
+    /// session row, not decoded or judged) finds the checkpoint's seal.
+    fn adopt_append_state(
+        &self,
+        header: &SessionHeader,
+        revision: &Revision,
+        state: &AppendState,
+    ) -> Result<Option<SessionHeader>> {
+        let Some(want) = &state.seal else {
+            return Ok(None);
+        };
+        let id = header.id.as_str();
+        let mut scan = want.empty_like();
+        let row = self.run(
+            &|| format!("cannot read the events of session {}", quote(id)),
+            |c, _| {
+                scan = want.empty_like();
+                reader::read_log(c, id, &mut |row| scan.feed(&row))
+            },
+        )?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        if self.token(&row.incarnation, row.revision) != *revision
+            || row.header.to_jsonl_line() != header.to_jsonl_line()
+            || row.header.problem().is_some()
+            || scan != *want
+        {
+            return Ok(None);
+        }
+        checks::note_log_bytes(
+            &self.log_bytes,
+            id,
+            &row.incarnation,
+            row.revision,
+            state.log_bytes,
+        );
+        self.sealed.note(id, revision, state.clone());
+        Ok(Some(row.header))
+    }
+
     fn kind(&self) -> BackendKind {
         BackendKind::Postgres
     }
@@ -464,7 +538,8 @@ impl Backend for PostgresBackend {
             channel: &self.channel,
             kind: "append",
         };
-        let (inc, rev) = self.run(
+        let sealing = self.cache_dir.is_some();
+        let ((inc, rev), written) = self.run(
             &|| format!("cannot append to session {}", quote(id)),
             |c, retry| {
                 writer::append(
@@ -477,9 +552,21 @@ impl Backend for PostgresBackend {
                     &notify,
                     retry,
                     &self.limits,
+                    sealing,
                 )
             },
         )?;
+        let revision = self.token(&inc, rev);
+        if sealing {
+            let before = written.before.as_ref().map(|(i, r)| self.token(i, *r));
+            self.sealed.after_append(
+                id,
+                before.as_ref(),
+                &written.inserted,
+                &revision,
+                &self.limits,
+            );
+        }
         let mut sizes = self.log_bytes.lock();
         match (known, after) {
             (Some((k_inc, k_rev, _)), Some(after))
@@ -493,7 +580,7 @@ impl Backend for PostgresBackend {
             }
         }
         drop(sizes);
-        Ok(self.token(&inc, rev))
+        Ok(revision)
     }
 
     fn read(&self, id: &str) -> Result<Option<StoredLog>> {
@@ -519,21 +606,44 @@ impl Backend for PostgresBackend {
     }
 
     fn read_folding(&self, id: &str, sink: &mut dyn EventSink) -> Result<Option<FoldedLog>> {
-        // A fetch run again (a lost connection) restarts the sink.
+        // With a cache directory, the rows fetched are sealed too (for the
+        // append checkpoint). A fetch run again (a lost connection)
+        // restarts the sink, and the seal.
+        let sealing = self.cache_dir.is_some();
+        let mut seal = RowSeal::new();
         let read = self.run(
             &|| format!("cannot read the events of session {}", quote(id)),
             |c, _| {
                 let ctx = row_scan::ReadCtx::new(&self.limits, &self.label, id);
-                row_scan::fold_rows(&ctx, &mut *sink, |rows| reader::read_log(c, id, rows))
+                seal = seal.empty_like();
+                row_scan::fold_rows(&ctx, &mut *sink, |rows| {
+                    reader::read_log(c, id, &mut |row| {
+                        if sealing {
+                            seal.feed(&row);
+                        }
+                        rows(row)
+                    })
+                })
             },
         )?;
-        Ok(read.map(|(session, handed, torn, log_bytes)| FoldedLog {
-            revision: self.after_read(id, &session, torn, log_bytes),
-            header: session.header,
-            event_count: handed,
-            torn: torn.is_some(),
-            raw_log: None,
-            log_bytes,
+        Ok(read.map(|(session, handed, torn, log_bytes)| {
+            let revision = self.after_read(id, &session, torn, log_bytes);
+            if sealing && torn.is_none() {
+                let state = AppendState {
+                    next_seq: handed,
+                    log_bytes,
+                    seal: Some(seal),
+                };
+                self.sealed.note(id, &revision, state);
+            }
+            FoldedLog {
+                revision,
+                header: session.header,
+                event_count: handed,
+                torn: torn.is_some(),
+                raw_log: None,
+                log_bytes,
+            }
         }))
     }
 
@@ -560,6 +670,7 @@ impl Backend for PostgresBackend {
     fn commit_repair(&self, id: &str, log: &StoredLog, closers: &[Event]) -> Result<Revision> {
         let from_seq = checks::repair_plan(id, log, closers)?;
         self.log_bytes.lock().remove(id);
+        self.sealed.forget(id);
         let batch = writer::Batch::encode(id, closers)?;
         let next = log.events.len() as u64 + closers.len() as u64;
         let notify = writer::Notify {
@@ -588,6 +699,7 @@ impl Backend for PostgresBackend {
 
     fn delete(&self, id: &str, _writer: &WriterLock) -> Result<bool> {
         self.log_bytes.lock().remove(id);
+        self.sealed.forget(id);
         self.run(
             &|| format!("cannot delete session {}", quote(id)),
             // A retry after a lost reply finds nothing left: the first

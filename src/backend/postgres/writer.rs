@@ -11,6 +11,7 @@
 
 use crate::backend::Expect;
 use crate::backend::limits::Limits;
+use crate::backend::rows::seal::{Inserted, Written};
 use crate::backend::rows::{self, EncodedRow, StoredRow, Value, checks, scan};
 use crate::codec::chunk_rows::{PackLimits, pack};
 use crate::error::{Error, Result};
@@ -193,12 +194,13 @@ pub fn append(
     notify: &Notify<'_>,
     retry: bool,
     limits: &Limits,
-) -> std::result::Result<(String, i64), Fail> {
+    sealing: bool,
+) -> std::result::Result<((String, i64), Written), Fail> {
     let id = header.id.as_str();
     let first_seq = events.first().map_or(next_seq, |e| e.seq);
     if retry {
         if let Some(done) = already_stored(conn, id, batch)? {
-            return Ok(done);
+            return Ok((done, Written::unknown()));
         }
     }
     let lock_stmt = conn.prep(LOCK_SESSION_SQL)?;
@@ -258,7 +260,7 @@ pub fn append(
             // All stored already: nothing to write.
             let done = (row.incarnation.clone(), row.revision);
             tx.commit()?;
-            return Ok(done);
+            return Ok((done.clone(), Written::nothing_at(done)));
         }
         (n, _) => {
             rest = Batch::encode(id, &events[n..])?;
@@ -291,6 +293,19 @@ pub fn append(
         }
     }
     insert_rows(&mut tx, &insert_stmt, id, batch)?;
+    // What was inserted, as a read fetches it back (for the seal of an
+    // append checkpoint), when this backend keeps seals.
+    let written = Written {
+        before: existing.map(|row| (row.incarnation, row.revision)),
+        inserted: Inserted {
+            rows: match sealing {
+                true => batch.rows.iter().cloned().map(StoredRow::from).collect(),
+                false => Vec::new(),
+            },
+            events: (next_seq - first_seq),
+            whole_batch: sealing && already == 0,
+        },
+    };
     let rev = bump(
         &mut tx,
         &bump_stmt,
@@ -301,7 +316,7 @@ pub fn append(
     )?;
     tx.commit()?;
     commit_reply()?;
-    Ok(rev)
+    Ok((rev, written))
 }
 
 /// Whether `batch` is stored as is (same bytes at the same seqs); then the
