@@ -200,14 +200,7 @@ fn bench_measures_postgres_beside_sqlite_when_a_server_is_set() {
             .all(|r| r["original_best"].is_null() && r["target_ratio"].is_null())
     );
     // Its schemas are dropped afterwards.
-    let left: i64 = support::pg::admin(&url)
-        .query_one(
-            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'dsh\\_bench\\_%'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(left, 0);
+    assert_no_bench_schema_left(&url);
 }
 
 #[test]
@@ -249,7 +242,12 @@ fn bench_scale_measures_postgres_reopen_append_when_a_server_is_set() {
     assert_eq!(checkpoints.len(), 1, "{checkpoints:?}");
     // The schema is dropped afterwards (even with --keep: the stores on
     // disk stay).
-    let left: i64 = support::pg::admin(&url)
+    assert_no_bench_schema_left(&url);
+}
+
+/// No schema of a bench run is left on the server.
+fn assert_no_bench_schema_left(url: &str) {
+    let left: i64 = support::pg::admin(url)
         .query_one(
             "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'dsh\\_bench\\_%'",
             &[],

@@ -400,25 +400,14 @@ impl Backend for PostgresBackend {
                 reader::read_log(c, id, &mut |row| scan.feed(&row))
             },
         )?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        if self.token(&row.incarnation, row.revision) != *revision
-            || row.header.to_jsonl_line() != header.to_jsonl_line()
-            || row.header.problem().is_some()
-            || scan != *want
-        {
-            return Ok(None);
-        }
-        checks::note_log_bytes(
-            &self.log_bytes,
-            id,
-            &row.incarnation,
-            row.revision,
-            state.log_bytes,
-        );
-        self.sealed.note(id, revision, state.clone());
-        Ok(Some(row.header))
+        Ok(row.and_then(|row| {
+            let at = self.token(&row.incarnation, row.revision);
+            self.sealed.adopt(
+                &self.log_bytes,
+                (header, revision, state),
+                (&at, row, &scan),
+            )
+        }))
     }
 
     fn kind(&self) -> BackendKind {

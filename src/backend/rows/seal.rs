@@ -31,10 +31,13 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
+use super::checks::{KnownLogBytes, note_log_bytes};
 use super::{StoredRow, Value, row_charge};
 use crate::backend::limits::Limits;
+use crate::backend::sqlite::reader::SessionRow;
 use crate::backend::{AppendState, Revision};
 use crate::model::binary::{Input, put_u64};
+use crate::model::header::SessionHeader;
 
 /// The Mersenne prime 2^61 − 1.
 const P: u64 = (1 << 61) - 1;
@@ -428,6 +431,39 @@ impl SealedLogs {
             Some((r, state)) if r == revision => Some(state.clone()),
             _ => None,
         }
+    }
+
+    /// A row store's [`crate::backend::Backend::adopt_append_state`] once
+    /// its scan is done: takes the checkpoint's `state` of `header`'s
+    /// session at `revision` only when the scan found the session row at
+    /// that revision (`at`) with the same header (as its JSONL line, the
+    /// form the checkpoint keeps), a header a read accepts, and the rows
+    /// sealed as `scan` with the checkpoint's seal. Then the size count is
+    /// noted in `log_bytes` and the state here; returns the header as
+    /// stored.
+    pub fn adopt(
+        &self,
+        log_bytes: &KnownLogBytes,
+        (header, revision, state): (&SessionHeader, &Revision, &AppendState),
+        (at, row, scan): (&Revision, SessionRow, &RowSeal),
+    ) -> Option<SessionHeader> {
+        if at != revision
+            || row.header.to_jsonl_line() != header.to_jsonl_line()
+            || row.header.problem().is_some()
+            || state.seal.as_ref() != Some(scan)
+        {
+            return None;
+        }
+        let id = header.id.as_str();
+        note_log_bytes(
+            log_bytes,
+            id,
+            &row.incarnation,
+            row.revision,
+            state.log_bytes,
+        );
+        self.note(id, revision, state.clone());
+        Some(row.header)
     }
 
     /// Forgets `id` (a repair or a delete rewrote its rows).

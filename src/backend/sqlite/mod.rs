@@ -322,25 +322,13 @@ impl Backend for SqliteBackend {
                 Ok(row.map(|r| (token(ident, &r.incarnation, r.revision), r)))
             })?
             .flatten();
-        let Some((at, row)) = found else {
-            return Ok(None);
-        };
-        if at != *revision
-            || row.header.to_jsonl_line() != header.to_jsonl_line()
-            || row.header.problem().is_some()
-            || scan != *want
-        {
-            return Ok(None);
-        }
-        crate::backend::rows::checks::note_log_bytes(
-            &self.log_bytes,
-            id,
-            &row.incarnation,
-            row.revision,
-            state.log_bytes,
-        );
-        self.sealed.note(id, revision, state.clone());
-        Ok(Some(row.header))
+        Ok(found.and_then(|(at, row)| {
+            self.sealed.adopt(
+                &self.log_bytes,
+                (header, revision, state),
+                (&at, row, &scan),
+            )
+        }))
     }
 
     fn cache_dir(&self) -> Option<PathBuf> {
