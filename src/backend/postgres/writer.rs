@@ -298,11 +298,12 @@ pub fn append(
     let written = Written {
         before: existing.map(|row| (row.incarnation, row.revision)),
         inserted: Inserted {
-            rows: match sealing {
-                true => batch.rows.iter().cloned().map(StoredRow::from).collect(),
-                false => Vec::new(),
+            rows: if sealing {
+                batch.rows.iter().cloned().map(StoredRow::from).collect()
+            } else {
+                Vec::new()
             },
-            events: (next_seq - first_seq),
+            events: next_seq - first_seq,
             whole_batch: sealing && already == 0,
         },
     };
