@@ -121,3 +121,34 @@ def test_a_package_without_its_library_says_what_to_do(tmp_path):
     assert "carries no library" in proc.stderr and "scripts/package.sh" in proc.stderr
     assert "DSH_PERSIST_LIB" in proc.stderr
     assert "target/release" not in proc.stderr  # no checkout there, so no checkout advice
+
+
+def test_a_postgres_cache_dir_keeps_append_checkpoints(tmp_path):
+    """``cacheDir`` reaches a PostgreSQL store through the C ABI: a closed
+    live session leaves its append checkpoint there, a fresh store's cold
+    append continues the log, and a directory others may write to is
+    refused at open, naming it."""
+    from conftest import PG_URL, config_with_pg, complete_turn
+    from dsh_persist import InvalidArgumentError
+
+    if not PG_URL:
+        if os.environ.get("CI"):
+            pytest.fail("DSH_TEST_POSTGRES_URL is not set under CI")
+        pytest.skip("no PostgreSQL server (DSH_TEST_POSTGRES_URL)")
+    cache = tmp_path / "cache"
+    cfg = dict(config_with_pg("postgres", tmp_path, "py_cache_"), cacheDir=str(cache))
+    with Store.open(cfg) as store:
+        with store.start({"id": "s"}) as live:
+            end = complete_turn(live, 1)
+    checkpoints = sorted(cache.glob("*/append/*.ckpt"))
+    assert len(checkpoints) == 1, checkpoints
+    assert (cache.stat().st_mode & 0o777) == 0o700
+    with Store.open(cfg) as store:
+        store.append("s", [{"type": "turn/start", "seq": end + 1, "time": 0, "data": {"turn": 2}}])
+        assert len(store.inspect("s")["events"]) >= end + 2
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(InvalidArgumentError) as e:
+        Store.open(dict(cfg, cacheDir=str(shared)))
+    assert str(shared) in str(e.value)
