@@ -50,7 +50,10 @@ pub(crate) unsafe fn write_text(
 /// `{"backend":"jsonl","root":…,"compression":"zstd"|"none","packChunks":true,
 /// "writeBatchMaxDelayMs":200,"preparedSessionCacheSize":5,"strict":false,
 /// "extraEventTypes":[]}` or `{"backend":"sqlite","path":…,"journalMode":"wal",
-/// "busyTimeoutMs":5000,…}`.
+/// "busyTimeoutMs":5000,…}` or `{"backend":"postgres","url":"postgresql://…",
+/// "schema":"dsh","poolSize":8,"cacheDir":…,…}` (`cacheDir`: a private
+/// directory on this host for the store's append checkpoints and search
+/// index; none by default). Every key: the README's "Store configuration".
 ///
 /// - `config_json`: required (non-NULL; borrowed for the call) UTF-8 JSON; copied, not retained.
 /// - `out`: required (non-NULL); on `DSH_OK` receives a new handle owned
