@@ -20,27 +20,43 @@ export declare const Status: Readonly<{
   PANIC: 99;
 }>;
 
+/** The keys every backend takes (README: "Store configuration"). */
+export interface SharedStoreConfig {
+  writeBatchMaxDelayMs?: number;
+  preparedSessionCacheSize?: number;
+  strict?: boolean;
+  extraEventTypes?: string[];
+  maxRecordBytes?: number;
+  maxLogBytes?: number;
+}
+
 export type StoreConfig =
-  | {
+  | (SharedStoreConfig & {
       backend: 'jsonl';
       root: string;
       compression?: 'zstd' | 'none';
       packChunks?: boolean;
-      writeBatchMaxDelayMs?: number;
-      preparedSessionCacheSize?: number;
-      strict?: boolean;
-      extraEventTypes?: string[];
-    }
-  | {
+    })
+  | (SharedStoreConfig & {
       backend: 'sqlite';
       path: string;
       journalMode?: 'wal' | 'delete' | 'truncate' | 'persist';
       busyTimeoutMs?: number;
-      writeBatchMaxDelayMs?: number;
-      preparedSessionCacheSize?: number;
-      strict?: boolean;
-      extraEventTypes?: string[];
-    };
+    })
+  | (SharedStoreConfig & {
+      backend: 'postgres';
+      url: string;
+      schema?: string;
+      poolSize?: number;
+      connectTimeoutMs?: number;
+      sslMode?: 'disable' | 'prefer' | 'require' | 'verify-ca' | 'verify-full';
+      sslRootCert?: string;
+      sslCert?: string;
+      sslKey?: string;
+      applicationName?: string;
+      /** A private directory on this host for append checkpoints and the search index. */
+      cacheDir?: string;
+    });
 
 export interface SessionHeader {
   version?: 0;

@@ -329,7 +329,7 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-CONFIG_PATH_KEYS = ("root", "path")
+CONFIG_PATH_KEYS = ("root", "path", "cacheDir", "sslRootCert", "sslCert", "sslKey")
 HEADER_PATH_KEYS = ("cwd",)
 
 

@@ -68,10 +68,12 @@ class Store(Handle):
     def open(cls, config: Config) -> "Store":
         """Opens a store. ``config`` is a dict or its JSON text, e.g.
         ``{"backend": "jsonl", "root": "/tmp/logs"}`` or
-        ``{"backend": "sqlite", "path": "/tmp/s.db"}``; ``root`` and ``path``
-        may be ``pathlib.Path`` (any ``os.PathLike``). The other keys
-        (``compression``, ``writeBatchMaxDelayMs``, ``journalMode``, …) are
-        listed in the README; an unknown key is an
+        ``{"backend": "sqlite", "path": "/tmp/s.db"}`` or
+        ``{"backend": "postgres", "url": "postgresql://…", "cacheDir": "/home/me/.cache/dsh"}``;
+        ``root``, ``path``, ``cacheDir`` and the TLS file keys may be
+        ``pathlib.Path`` (any ``os.PathLike``). The other keys
+        (``compression``, ``writeBatchMaxDelayMs``, ``journalMode``,
+        ``schema``, …) are listed in the README; an unknown key is an
         :class:`InvalidArgumentError`."""
         raw = encode_json(with_text_paths(config, CONFIG_PATH_KEYS), "config", (dict,))
         out = _lib.store_p()

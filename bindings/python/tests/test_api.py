@@ -136,7 +136,8 @@ def test_a_postgres_cache_dir_keeps_append_checkpoints(tmp_path):
             pytest.fail("DSH_TEST_POSTGRES_URL is not set under CI")
         pytest.skip("no PostgreSQL server (DSH_TEST_POSTGRES_URL)")
     cache = tmp_path / "cache"
-    cfg = dict(config_with_pg("postgres", tmp_path, "py_cache_"), cacheDir=str(cache))
+    # (a pathlib.Path, as root and path may be)
+    cfg = dict(config_with_pg("postgres", tmp_path, "py_cache_"), cacheDir=cache)
     with Store.open(cfg) as store:
         with store.start({"id": "s"}) as live:
             end = complete_turn(live, 1)
@@ -150,5 +151,5 @@ def test_a_postgres_cache_dir_keeps_append_checkpoints(tmp_path):
     shared.mkdir()
     shared.chmod(0o777)
     with pytest.raises(InvalidArgumentError) as e:
-        Store.open(dict(cfg, cacheDir=str(shared)))
+        Store.open(dict(cfg, cacheDir=shared))
     assert str(shared) in str(e.value)
