@@ -151,13 +151,13 @@ pub(super) enum Kind {
     Postgres,
 }
 
-/// The bench's schema for the store directory `dir` (`…/postgres` or
-/// `…/postgres-small`).
 /// The `cacheDir` of the bench's PostgreSQL store of `dir`.
 fn postgres_cache_dir(dir: &Path) -> PathBuf {
     dir.join("pg-cache")
 }
 
+/// The bench's schema for the store directory `dir` (`…/postgres` or
+/// `…/postgres-small`).
 fn bench_schema(dir: &Path) -> String {
     let name = dir.to_string_lossy();
     let area = ["small", "writers", "catalog"]
