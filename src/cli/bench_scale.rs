@@ -108,13 +108,44 @@ struct Sized {
     text: String,
 }
 
-/// A reopen + append(50) probe in a fresh process: (ms, extra RSS KiB).
-fn reopen_append(
-    kind: Kind,
-    dir: &Path,
-    replay: &Replay<'_>,
-    from: u64,
-) -> Result<(Option<f64>, Option<f64>), Error> {
+/// `v` rounded to `d` decimals, or `null`.
+fn opt(v: Option<f64>, d: i32) -> String {
+    v.map_or_else(|| "null".into(), |x| num(round(x, d)))
+}
+
+/// What one reopen + append(50) probe in a fresh process measured.
+struct Probe {
+    ms: Option<f64>,
+    extra_kib: Option<f64>,
+}
+
+impl Probe {
+    const NOT_RUN: Probe = Probe {
+        ms: None,
+        extra_kib: None,
+    };
+
+    /// `"name":{"events":50,"ms":…,"extra_rss_mib":…}`.
+    fn json(&self, name: &str) -> String {
+        format!(
+            "\"{name}\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}}",
+            opt(self.ms, 2),
+            opt(self.extra_kib.map(|k| k / 1024.0), 1)
+        )
+    }
+
+    /// `… ms, +… MiB RSS`.
+    fn text(&self) -> String {
+        format!(
+            "{} ms, +{} MiB RSS",
+            opt(self.ms, 2),
+            opt(self.extra_kib.map(|k| k / 1024.0), 1)
+        )
+    }
+}
+
+/// A reopen + append(50) probe in a fresh process, appending at `from`.
+fn reopen_append(kind: Kind, dir: &Path, replay: &Replay<'_>, from: u64) -> Result<Probe, Error> {
     let batch = replay.batch(from, BATCH)?;
     let mut text = String::new();
     dsh_persist::model::event::write_events_array(&mut text, &batch);
@@ -127,7 +158,34 @@ fn reopen_append(
             .and_then(|p| json::get_field(p, k))
             .and_then(json::as_f64)
     };
-    Ok((field("append_ms"), field("append_extra_rss_kib")))
+    Ok(Probe {
+        ms: field("append_ms"),
+        extra_kib: field("append_extra_rss_kib"),
+    })
+}
+
+/// The two probes of a log of `n` events that has no append checkpoint:
+/// the first folds the log as it reads it, the second continues from the
+/// checkpoint the first left.
+fn reopen_append_pair(
+    kind: Kind,
+    dir: &Path,
+    replay: &Replay<'_>,
+    n: u64,
+) -> Result<[Probe; 2], Error> {
+    Ok([
+        reopen_append(kind, dir, replay, n)?,
+        reopen_append(kind, dir, replay, n + BATCH as u64)?,
+    ])
+}
+
+/// The text line of a pair of probes (`what` names the store, or is empty).
+fn pair_text(what: &str, [cold, resumed]: &[Probe; 2]) -> String {
+    format!(
+        "  {what}reopen + append({BATCH}) without a checkpoint {}; from the checkpoint {}\n",
+        cold.text(),
+        resumed.text()
+    )
 }
 
 fn one_size(
@@ -212,32 +270,36 @@ fn one_size(
     if let Some(c) = cache {
         let _ = fs::remove_dir_all(c.join("append"));
     }
-    let (cold_ms, cold_extra_kib) = reopen_append(kind, dir, &replay, n)?;
-    progress.inc(1);
-    let (ra_ms, ra_extra_kib) = reopen_append(kind, dir, &replay, n + BATCH as u64)?;
-    progress.inc(1);
+    let jsonl = reopen_append_pair(kind, dir, &replay, n)?;
+    progress.inc(2);
     let sq = dir.join("sqlite");
     copy_log(Kind::Sqlite, &replay, n, &sq)?;
-    let (sq_cold_ms, sq_cold_kib) = reopen_append(Kind::Sqlite, &sq, &replay, n)?;
-    let (sq_ms, sq_kib) = reopen_append(Kind::Sqlite, &sq, &replay, n + BATCH as u64)?;
+    let sqlite = reopen_append_pair(Kind::Sqlite, &sq, &replay, n)?;
     let pg = dir.join("postgres");
-    let ((pg_cold_ms, pg_cold_kib), (pg_ms, pg_kib)) = match super::bench::postgres_url() {
+    let postgres = match super::bench::postgres_url() {
         Some(_) => {
             let _drop_schema = super::bench::PostgresScratch(vec![pg.clone()]);
             copy_log(Kind::Postgres, &replay, n, &pg)?;
-            (
-                reopen_append(Kind::Postgres, &pg, &replay, n)?,
-                reopen_append(Kind::Postgres, &pg, &replay, n + BATCH as u64)?,
-            )
+            Some(reopen_append_pair(Kind::Postgres, &pg, &replay, n)?)
         }
-        None => ((None, None), (None, None)),
+        None => None,
     };
     progress.inc(1);
 
-    let opt = |v: Option<f64>, d: i32| v.map_or_else(|| "null".into(), |x| num(round(x, d)));
     let per_event = load_rss_kib.map(|k| k * 1024.0 / n as f64);
+    let [pg_cold, pg_resumed] = postgres
+        .as_ref()
+        .unwrap_or(&[Probe::NOT_RUN, Probe::NOT_RUN]);
+    let probes = [
+        jsonl[0].json("reopen_append_cold"),
+        jsonl[1].json("reopen_append"),
+        sqlite[0].json("sqlite_reopen_append_cold"),
+        sqlite[1].json("sqlite_reopen_append"),
+        pg_cold.json("postgres_reopen_append_cold"),
+        pg_resumed.json("postgres_reopen_append"),
+    ];
     let json = format!(
-        "{{\"events\":{n},\"append\":{{\"calls\":{calls},\"wall_ms\":{},\"first_10pct_cpu_ms_per_call\":{},\"last_10pct_cpu_ms_per_call\":{},\"growth\":{}}},\"load\":{{\"ms\":{},\"peak_rss_mib\":{},\"peak_rss_bytes_per_event\":{}}},\"reopen_append_cold\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"sqlite_reopen_append_cold\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"sqlite_reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"postgres_reopen_append_cold\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}},\"postgres_reopen_append\":{{\"events\":{BATCH},\"ms\":{},\"extra_rss_mib\":{}}}}}",
+        "{{\"events\":{n},\"append\":{{\"calls\":{calls},\"wall_ms\":{},\"first_10pct_cpu_ms_per_call\":{},\"last_10pct_cpu_ms_per_call\":{},\"growth\":{}}},\"load\":{{\"ms\":{},\"peak_rss_mib\":{},\"peak_rss_bytes_per_event\":{}}},{}}}",
         num(round(append_ms, 1)),
         num(round(first, 4)),
         num(round(last, 4)),
@@ -245,43 +307,21 @@ fn one_size(
         num(round(load_ms, 1)),
         opt(load_rss_kib.map(|k| k / 1024.0), 1),
         opt(per_event, 1),
-        opt(cold_ms, 2),
-        opt(cold_extra_kib.map(|k| k / 1024.0), 1),
-        opt(ra_ms, 2),
-        opt(ra_extra_kib.map(|k| k / 1024.0), 1),
-        opt(sq_cold_ms, 2),
-        opt(sq_cold_kib.map(|k| k / 1024.0), 1),
-        opt(sq_ms, 2),
-        opt(sq_kib.map(|k| k / 1024.0), 1),
-        opt(pg_cold_ms, 2),
-        opt(pg_cold_kib.map(|k| k / 1024.0), 1),
-        opt(pg_ms, 2),
-        opt(pg_kib.map(|k| k / 1024.0), 1),
+        probes.join(","),
     );
-    let postgres_line = match pg_cold_ms {
-        Some(_) => format!(
-            "  PostgreSQL (cacheDir), the same log: reopen + append({BATCH}) without a checkpoint {} ms, +{} MiB RSS; from the checkpoint {} ms, +{} MiB RSS\n",
-            opt(pg_cold_ms, 2),
-            opt(pg_cold_kib.map(|k| k / 1024.0), 1),
-            opt(pg_ms, 2),
-            opt(pg_kib.map(|k| k / 1024.0), 1),
-        ),
+    let postgres_line = match &postgres {
+        Some(pair) => pair_text("PostgreSQL (cacheDir), the same log: ", pair),
         None => "  PostgreSQL: skipped (no server: set DSH_BENCH_POSTGRES_URL)\n".to_string(),
     };
     let text = format!(
-        "{n} events: append {calls} calls, CPU/call {first:.4} ms (first 10%) -> {last:.4} ms (last 10%), x{:.2}\n  load {load_ms:.1} ms, peak RSS {} MiB = {} B/event\n  reopen + append({BATCH}) without a checkpoint {} ms, +{} MiB RSS; from the checkpoint {} ms, +{} MiB RSS\n  SQLite, the same log: reopen + append({BATCH}) without a checkpoint {} ms, +{} MiB RSS; from the checkpoint {} ms, +{} MiB RSS\n",
+        "{n} events: append {calls} calls, CPU/call {first:.4} ms (first 10%) -> {last:.4} ms (last 10%), x{:.2}\n  load {load_ms:.1} ms, peak RSS {} MiB = {} B/event\n{}{}{}",
         last / first.max(1e-9),
         opt(load_rss_kib.map(|k| k / 1024.0), 1),
         opt(per_event, 1),
-        opt(cold_ms, 2),
-        opt(cold_extra_kib.map(|k| k / 1024.0), 1),
-        opt(ra_ms, 2),
-        opt(ra_extra_kib.map(|k| k / 1024.0), 1),
-        opt(sq_cold_ms, 2),
-        opt(sq_cold_kib.map(|k| k / 1024.0), 1),
-        opt(sq_ms, 2),
-        opt(sq_kib.map(|k| k / 1024.0), 1),
-    ) + &postgres_line;
+        pair_text("", &jsonl),
+        pair_text("SQLite, the same log: ", &sqlite),
+        postgres_line,
+    );
     if !keep {
         fs::remove_dir_all(dir).ok();
     }
