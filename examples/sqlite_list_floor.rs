@@ -32,9 +32,9 @@ use rusqlite::types::ValueRef;
 
 const SESSIONS: usize = 1000;
 
-/// The crate's listing query (`backend::sqlite::reader`), restated here:
-/// the example measures SQLite running it, not the crate's code.
-const LISTING_SQL: &str = "SELECT id, 0, created_at, cwd, CASE WHEN version = 0 AND parent_session IS NULL AND seed_length IS NULL AND origin IS NULL AND delegation_depth IS NULL AND agent_preset IS NULL THEN incarnation END, revision, rowid FROM sessions ORDER BY rowid";
+/// The crate's own listing query: the example measures SQLite running it
+/// on a bare connection, without the crate's code around it.
+const LISTING_SQL: &str = dsh_persist::backend::sqlite::reader::LIST_PLAIN_SQL;
 
 const MINIMAL_SQL: &str = "SELECT id, cwd FROM sessions ORDER BY rowid";
 

@@ -39,7 +39,7 @@ const SESSION_COLUMNS: &str = "id, version, created_at, cwd, parent_session, see
 /// third of a listing; `typeof` and `BETWEEN` of the revision in SQL a
 /// fifth of the query). Fetching the five NULL columns one by one costs
 /// about a fifth of a listing; the test for them in SQL is cheaper.
-const LIST_PLAIN_SQL: &str = "SELECT id, 0, created_at, cwd, CASE WHEN version = 0 AND parent_session IS NULL AND seed_length IS NULL AND origin IS NULL AND delegation_depth IS NULL AND agent_preset IS NULL THEN incarnation END, revision, rowid FROM sessions ORDER BY rowid";
+pub const LIST_PLAIN_SQL: &str = "SELECT id, 0, created_at, cwd, CASE WHEN version = 0 AND parent_session IS NULL AND seed_length IS NULL AND origin IS NULL AND delegation_depth IS NULL AND agent_preset IS NULL THEN incarnation END, revision, rowid FROM sessions ORDER BY rowid";
 
 /// The rowid of a row of [`LIST_PLAIN_SQL`] that is not plain: flagged in
 /// SQL, an incarnation that is not a UUID, or a revision that is not an
