@@ -10,10 +10,9 @@
 //! 0700 on the first write). Each store gets a subdirectory named by its
 //! store id, so one `cacheDir` may serve several stores and servers.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::backend::sqlite::access::current_uid;
+use crate::backend::sqlite::access::{current_uid, is_private_dir};
 use crate::error::{Error, Result};
 use crate::model::json::quote;
 
@@ -29,7 +28,7 @@ pub fn store_cache_dir(configured: &Path, store_id: &str) -> Result<PathBuf> {
                     shown()
                 )));
             }
-            if meta.uid() != current_uid()? || meta.mode() & 0o022 != 0 {
+            if !is_private_dir(&meta, current_uid()?) {
                 return Err(Error::invalid(format!(
                     "PostgreSQL cacheDir {} must be owned by the current user and not group/world-writable",
                     shown()

@@ -43,6 +43,13 @@ fn parent_refusal(parent: &Path) -> Error {
     ))
 }
 
+/// Whether a directory is private enough to hold a store's files: owned
+/// by `uid`, and nobody else may create, rename or remove entries in it
+/// (not group- or world-writable).
+pub fn is_private_dir(meta: &fs::Metadata, uid: u32) -> bool {
+    meta.uid() == uid && meta.mode() & 0o022 == 0
+}
+
 /// Checks the parent directory of the database file.
 pub fn check_parent(path: &Path, uid: u32) -> Result<()> {
     let parent = parent_dir(path);
@@ -61,7 +68,7 @@ pub fn check_parent(path: &Path, uid: u32) -> Result<()> {
             quote(&parent.display().to_string())
         )));
     }
-    if meta.uid() != uid || meta.mode() & 0o022 != 0 {
+    if !is_private_dir(&meta, uid) {
         return Err(parent_refusal(&parent));
     }
     Ok(())
