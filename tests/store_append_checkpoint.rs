@@ -488,46 +488,50 @@ fn a_hand_edit_of_a_sqlite_row_is_seen_through_the_checkpoint() {
     let events = workload(1200);
     let t = support::TempDir::new("ckpt-edit-row");
     let (config, db, n) = sqlite_with_checkpoint(&t, &events);
-    let (rev, load) = revision_and_load(&config);
-    assert_eq!(load, format!("{n} events"));
-    // A middle scalar row gets a type no reader knows: a load refuses the
-    // log, and the revision stays.
     let seq = {
         let c = rusqlite::Connection::open(&db).unwrap();
-        c.query_row(
-            "SELECT seq FROM events WHERE session_id = 's' AND ignorable IS NULL AND seq BETWEEN 100 AND 200 ORDER BY seq LIMIT 1",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .unwrap()
+        c.query_row(MIDDLE_SCALAR_ROW_SQL, [], |r| r.get::<_, i64>(0))
+            .unwrap()
     };
-    hand_edit(
-        &db,
-        &format!(
-            "UPDATE events SET type = 'future/required' WHERE session_id = 's' AND seq = {seq}"
-        ),
-    );
-    let (rev_after, load) = revision_and_load(&config);
+    a_type_edit_is_seen(&config, &events, n, seq, &mut |sql| hand_edit(&db, sql));
+}
+
+/// A middle scalar row of session "s" (seq 100 to 200).
+const MIDDLE_SCALAR_ROW_SQL: &str = "SELECT seq FROM events WHERE session_id = 's' AND ignorable IS NULL AND seq BETWEEN 100 AND 200 ORDER BY seq LIMIT 1";
+
+/// Session "s" of `config` holds `events[..n]` and has its checkpoint; an
+/// edit by hand (`edit` runs one `UPDATE` in the database's own shell) gives
+/// the row at `seq` a type no reader knows. A load refuses the log and the
+/// revision stays; the checkpoint still names the revision, but its seal
+/// does not match the rows, so the append reads the log and refuses as the
+/// load does. Undone by hand (the same bytes again), the checkpoint stands
+/// for the rows once more and is used.
+fn a_type_edit_is_seen(
+    config: &StoreConfig,
+    events: &[Event],
+    n: usize,
+    seq: i64,
+    edit: &mut dyn FnMut(&str),
+) {
+    let (rev, load) = revision_and_load(config);
+    assert_eq!(load, format!("{n} events"));
+    edit(&format!(
+        "UPDATE events SET type = 'future/required' WHERE session_id = 's' AND seq = {seq}"
+    ));
+    let (rev_after, load) = revision_and_load(config);
     assert_eq!(rev_after, rev, "a hand edit keeps the revision");
     assert!(load.contains("future/required"), "{load}");
-    // The checkpoint still names the revision, but its seal does not
-    // match the rows: the append reads the log and refuses as the load.
     let s = Store::open(config.clone()).unwrap();
     assert!(checkpoint_of(&s, "s").is_some());
     let err = s.append("s", events[n..n + 10].to_vec()).unwrap_err();
     assert_eq!(err.to_string(), load);
     assert_eq!(s.cold_reads().folded, 1, "the log was read");
     drop(s);
-    // Undone by hand (the same bytes again): the checkpoint stands for
-    // the rows once more and is used.
-    hand_edit(
-        &db,
-        &format!(
-            "UPDATE events SET type = '{}' WHERE session_id = 's' AND seq = {seq}",
-            events[seq as usize].type_str()
-        ),
-    );
-    let s = Store::open(config).unwrap();
+    edit(&format!(
+        "UPDATE events SET type = '{}' WHERE session_id = 's' AND seq = {seq}",
+        events[seq as usize].type_str()
+    ));
+    let s = Store::open(config.clone()).unwrap();
     s.append("s", events[n..n + 10].to_vec()).unwrap();
     assert_eq!(
         s.cold_reads(),
@@ -608,46 +612,11 @@ fn a_hand_edit_of_a_postgres_row_is_seen_through_the_checkpoint() {
     pg.cache_dir = Some(t.path().join("pg-cache"));
     let config = StoreConfig::with_backend(BackendConfig::Postgres(pg));
     let n = with_checkpoint(&config, &events);
-    let (rev, load) = revision_and_load(&config);
-    assert_eq!(load, format!("{n} events"));
-    // An edit in psql: a middle scalar row gets a type no reader knows. A
-    // load refuses the log; the revision stays.
+    // Edits in psql.
     let mut admin = schema.admin();
-    let seq: i64 = admin
-        .query_one(
-            "SELECT seq FROM events WHERE session_id = 's' AND ignorable IS NULL AND seq BETWEEN 100 AND 200 ORDER BY seq LIMIT 1",
-            &[],
-        )
-        .unwrap()
-        .get(0);
+    let seq: i64 = admin.query_one(MIDDLE_SCALAR_ROW_SQL, &[]).unwrap().get(0);
     let mut edit = |sql: &str| assert_eq!(admin.execute(sql, &[]).unwrap(), 1, "{sql}");
-    edit(&format!(
-        "UPDATE events SET type = 'future/required' WHERE session_id = 's' AND seq = {seq}"
-    ));
-    let (rev_after, load) = revision_and_load(&config);
-    assert_eq!(rev_after, rev, "a hand edit keeps the revision");
-    assert!(load.contains("future/required"), "{load}");
-    // The checkpoint names the revision, but not the rows' seal: the
-    // append reads the log and refuses as the load does.
-    let s = Store::open(config.clone()).unwrap();
-    assert!(checkpoint_of(&s, "s").is_some());
-    let err = s.append("s", events[n..n + 10].to_vec()).unwrap_err();
-    assert_eq!(err.to_string(), load);
-    assert_eq!(s.cold_reads().folded, 1, "the log was read");
-    drop(s);
-    // Undone: the checkpoint stands for the rows again and is used.
-    edit(&format!(
-        "UPDATE events SET type = '{}' WHERE session_id = 's' AND seq = {seq}",
-        events[seq as usize].type_str()
-    ));
-    let s = Store::open(config.clone()).unwrap();
-    s.append("s", events[n..n + 10].to_vec()).unwrap();
-    assert_eq!(
-        s.cold_reads(),
-        Default::default(),
-        "the checkpoint was used"
-    );
-    s.close().unwrap();
+    a_type_edit_is_seen(&config, &events, n, seq, &mut edit);
     // An edit of the session row is seen too; the checkpoint that append
     // leaves has the new header.
     edit("UPDATE sessions SET cwd = '/elsewhere' WHERE id = 's'");
