@@ -159,28 +159,43 @@ fn bench_json_report_has_every_figure() {
 /// a time.
 static PG_BENCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// `--json bench FLAGS --out-dir TMP` against the test server, one such
+/// bench at a time (until the result is dropped: keep it bound), and what
+/// it printed.
+struct PgBench {
+    url: String,
+    v: serde_json::Value,
+    tmp: TempDir,
+    _one_at_a_time: std::sync::MutexGuard<'static, ()>,
+}
+
+fn pg_bench(test: &str, tag: &str, flags: &[&str]) -> Option<PgBench> {
+    let url = support::pg::url(test)?;
+    let one_at_a_time = PG_BENCH.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new(tag);
+    let mut args = vec!["--json", "bench"];
+    args.extend_from_slice(flags);
+    args.extend(["--out-dir", tmp.path().to_str().unwrap()]);
+    let r = run_env(&args, &[("DSH_BENCH_POSTGRES_URL", Some(url.as_str()))]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    Some(PgBench {
+        url,
+        v: r.json(),
+        tmp,
+        _one_at_a_time: one_at_a_time,
+    })
+}
+
 #[test]
 fn bench_measures_postgres_beside_sqlite_when_a_server_is_set() {
-    let Some(url) = support::pg::url("bench_measures_postgres_beside_sqlite") else {
+    let Some(run) = pg_bench(
+        "bench_measures_postgres_beside_sqlite",
+        "cli-bench-pg",
+        &["--limit-events", "800", "--small-sessions", "3"],
+    ) else {
         return;
     };
-    let _one_at_a_time = PG_BENCH.lock().unwrap_or_else(|e| e.into_inner());
-    let tmp = TempDir::new("cli-bench-pg");
-    let r = run_env(
-        [
-            "--json",
-            "bench",
-            "--limit-events",
-            "800",
-            "--small-sessions",
-            "3",
-            "--out-dir",
-            tmp.path().to_str().unwrap(),
-        ],
-        &[("DSH_BENCH_POSTGRES_URL", Some(url.as_str()))],
-    );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v = r.json();
+    let (url, v) = (&run.url, &run.v);
     assert!(v["postgres_skipped"].is_null());
     let pg = &v["backends"]["postgres"];
     let n = v["workload"]["events"].as_u64().unwrap();
@@ -200,33 +215,26 @@ fn bench_measures_postgres_beside_sqlite_when_a_server_is_set() {
             .all(|r| r["original_best"].is_null() && r["target_ratio"].is_null())
     );
     // Its schemas are dropped afterwards.
-    assert_no_bench_schema_left(&url);
+    assert_no_bench_schema_left(url);
 }
 
 #[test]
 fn bench_scale_measures_postgres_reopen_append_when_a_server_is_set() {
-    let Some(url) = support::pg::url("bench_scale_measures_postgres") else {
-        return;
-    };
-    let _one_at_a_time = PG_BENCH.lock().unwrap_or_else(|e| e.into_inner());
-    let tmp = TempDir::new("cli-bench-scale-pg");
-    let r = run_env(
-        [
-            "--json",
-            "bench",
+    let Some(run) = pg_bench(
+        "bench_scale_measures_postgres",
+        "cli-bench-scale-pg",
+        &[
             "--scale",
             "--scale-events",
             "1200",
             "--small-sessions",
             "3",
             "--keep",
-            "--out-dir",
-            tmp.path().to_str().unwrap(),
         ],
-        &[("DSH_BENCH_POSTGRES_URL", Some(url.as_str()))],
-    );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let v = r.json();
+    ) else {
+        return;
+    };
+    let (url, v, tmp) = (&run.url, &run.v, &run.tmp);
     let s = &v["scale"]["sessions"][0];
     for k in ["postgres_reopen_append_cold", "postgres_reopen_append"] {
         assert_eq!(s[k]["events"], 50, "{k}");
@@ -242,7 +250,7 @@ fn bench_scale_measures_postgres_reopen_append_when_a_server_is_set() {
     assert_eq!(checkpoints.len(), 1, "{checkpoints:?}");
     // The schema is dropped afterwards (even with --keep: the stores on
     // disk stay).
-    assert_no_bench_schema_left(&url);
+    assert_no_bench_schema_left(url);
 }
 
 /// No schema of a bench run is left on the server.
