@@ -9,12 +9,15 @@
 //! 1,000 sessions of the bench workload's first 5 events, as the bench's
 //! small-session phase writes them, the first time. `MODE` is one of
 //!
-//! - `store`: `Store::open` + `Store::list`, as `dsh-persist bench` times it;
+//! - `store`: `Store::open` + `Store::listing`, as `dsh-persist bench`
+//!   times it (the packed list: every id and cwd in one buffer);
+//! - `store-headers`: `Store::open` + `Store::list` (a `Vec<SessionHeader>`,
+//!   two strings allocated per session);
 //! - `sqlite-query`: a bare `rusqlite` connection running this crate's
-//!   listing query (the columns it reads to check every row), building the
-//!   same two strings a header owns;
+//!   listing query (the columns it reads to check every row), copying the
+//!   ids and cwds into one buffer as the packed list does;
 //! - `sqlite-minimal`: a bare connection selecting only `id` and `cwd`
-//!   (the least any listing does).
+//!   into one buffer (the least any listing does).
 //!
 //! Each run opens a fresh connection, as the bench does. `--fragment`
 //! first leaves the heap as a long-running process leaves it (a million
@@ -70,9 +73,13 @@ fn make_store(db: &Path) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn text(v: ValueRef<'_>) -> Option<String> {
+/// Appends a TEXT value to `out`; `None` for another type.
+fn push_text(out: &mut String, v: ValueRef<'_>) -> Option<()> {
     match v {
-        ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Text(t) => {
+            out.push_str(&String::from_utf8_lossy(t));
+            Some(())
+        }
         _ => None,
     }
 }
@@ -85,6 +92,11 @@ type Leftovers = Box<dyn std::any::Any>;
 fn run(mode: &str, db: &Path) -> Result<(usize, Leftovers), Box<dyn std::error::Error>> {
     if mode == "store" {
         let store = Store::open(config(db))?;
+        let list = store.listing()?;
+        return Ok((list.len(), Box::new((list, store))));
+    }
+    if mode == "store-headers" {
+        let store = Store::open(config(db))?;
         let headers = store.list()?;
         return Ok((headers.len(), Box::new((headers, store))));
     }
@@ -96,19 +108,25 @@ fn run(mode: &str, db: &Path) -> Result<(usize, Leftovers), Box<dyn std::error::
     let conn = rusqlite::Connection::open(db)?;
     let mut stmt = conn.prepare(sql)?;
     let mut rows = stmt.query([])?;
-    let mut out: Vec<(String, Option<String>)> = Vec::new();
+    // The texts back to back, and where each row's end.
+    let mut text = String::new();
+    let mut ends: Vec<(usize, usize)> = Vec::new();
     while let Some(r) = rows.next()? {
-        let id = text(r.get_ref(0)?).ok_or("id is not text")?;
-        let cwd = text(r.get_ref(if mode == "sqlite-minimal" { 1 } else { 3 })?);
+        push_text(&mut text, r.get_ref(0)?).ok_or("id is not text")?;
+        let id_end = text.len();
+        push_text(
+            &mut text,
+            r.get_ref(if mode == "sqlite-minimal" { 1 } else { 3 })?,
+        );
         if mode == "sqlite-query" {
             // Read what the crate's check reads.
             let _ = (r.get_ref(2)?, r.get_ref(4)?, r.get_ref(5)?);
         }
-        out.push((id, cwd));
+        ends.push((id_end, text.len()));
     }
     drop(rows);
     drop(stmt);
-    Ok((out.len(), Box::new((out, conn))))
+    Ok((ends.len(), Box::new((text, ends, conn))))
 }
 
 /// Leaves the heap fragmented: a million blocks, every other one freed.
@@ -133,8 +151,7 @@ fn fragment() -> Vec<Vec<u8>> {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage =
-        "usage: sqlite_list_floor DIR store|sqlite-query|sqlite-minimal [RUNS] [--fragment]";
+    let usage = "usage: sqlite_list_floor DIR store|store-headers|sqlite-query|sqlite-minimal [RUNS] [--fragment]";
     let (Some(dir), Some(mode)) = (args.first(), args.get(1)) else {
         return Err(usage.into());
     };

@@ -102,7 +102,7 @@ fn list_locate_read_raw_and_read_from_match_the_original() {
                 got.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
                 assert_eq!(&Value::Array(got), want, "{}", ctx("list"));
                 for h in headers {
-                    by_id.insert(h.id.clone(), h.clone());
+                    by_id.insert(h.id.to_owned(), h.to_header());
                 }
             }
             (Err(e), None) => check_error(&root, &ctx("list"), e, &exp["list"]["error"]),

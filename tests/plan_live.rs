@@ -37,8 +37,8 @@ impl Backend for MemBackend {
     fn locate(&self, _: &SessionHeader) -> Result<Option<Location>> {
         Ok(None)
     }
-    fn list(&self) -> Result<Vec<SessionHeader>> {
-        Ok(Vec::new())
+    fn list(&self) -> Result<dsh_persist::model::session_list::SessionList> {
+        Ok(Default::default())
     }
     fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {
         Ok(Vec::new())

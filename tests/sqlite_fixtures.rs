@@ -31,7 +31,7 @@ fn check_root(root: &str, legacy: bool) {
 
     // list: headers equal the dump's, in rowid order.
     let listed = b.list().unwrap();
-    let order: Vec<String> = listed.iter().map(|h| h.id.clone()).collect();
+    let order: Vec<String> = listed.iter().map(|h| h.id.to_owned()).collect();
     let expected_order: Vec<String> = expected["listOrderAsReturned"]
         .as_array()
         .unwrap()
@@ -44,9 +44,14 @@ fn check_root(root: &str, legacy: bool) {
             .as_array()
             .unwrap()
             .iter()
-            .find(|e| e["id"] == h.id.as_str())
+            .find(|e| e["id"] == h.id)
             .unwrap();
-        assert_eq!(&header_value(h), want, "{root}: list header {}", h.id);
+        assert_eq!(
+            &header_value(&h.to_header()),
+            want,
+            "{root}: list header {}",
+            h.id
+        );
     }
     let snaps = b.list_snapshots().unwrap();
     assert_eq!(snaps.len(), listed.len());

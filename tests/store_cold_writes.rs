@@ -295,7 +295,7 @@ impl Backend for Failing {
     fn locate(&self, h: &SessionHeader) -> Result<Option<Location>> {
         self.inner.locate(h)
     }
-    fn list(&self) -> Result<Vec<SessionHeader>> {
+    fn list(&self) -> Result<dsh_persist::model::session_list::SessionList> {
         self.inner.list()
     }
     fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {

@@ -448,7 +448,7 @@ impl Backend for Counting {
     fn locate(&self, header: &SessionHeader) -> Result<Option<Location>> {
         self.inner.locate(header)
     }
-    fn list(&self) -> Result<Vec<SessionHeader>> {
+    fn list(&self) -> Result<dsh_persist::model::session_list::SessionList> {
         self.inner.list()
     }
     fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {

@@ -21,6 +21,7 @@ pub mod writer_lock;
 use crate::error::Result;
 use crate::model::event::Event;
 use crate::model::header::SessionHeader;
+use crate::model::session_list::SessionList;
 
 /// An opaque token naming one stored state of one session in one store
 /// (SPEC §3.6, §4.3). Compare only for equality.
@@ -325,7 +326,7 @@ pub trait Backend: Send + Sync {
     fn locate(&self, header: &SessionHeader) -> Result<Option<Location>>;
 
     /// Headers of the materialized sessions, from metadata only.
-    fn list(&self) -> Result<Vec<SessionHeader>>;
+    fn list(&self) -> Result<SessionList>;
 
     /// Headers plus current revisions, without reading logs.
     fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>>;

@@ -13,7 +13,8 @@
 //! - `read_from_last_100`: `read_from(n - 100)` after a load, best of 3;
 //! - `small_sessions` (not for the live path): 1,000 sessions of 5 events
 //!   created and appended, then a cold `list` (best of 3, fresh store each),
-//!   and `open + list` with `Store::open` inside the timer.
+//!   and `open + list` with `Store::open` inside the timer (`Store::listing`,
+//!   the packed list the C ABI returns; again as `Store::list`'s headers).
 //!
 //! `--scale` measures growth instead (see `bench_scale`).
 //!
@@ -623,7 +624,7 @@ fn measure(
         for _ in 0..RUNS {
             let store = Store::open(kind.config(&sdir))?;
             let t = Instant::now();
-            let headers = store.list()?;
+            let headers = store.listing()?;
             // Timed: producing the list; freeing it is the caller's business.
             list_runs.push(ms(t));
             listed = headers.len();
@@ -635,15 +636,32 @@ fn measure(
         for _ in 0..RUNS {
             let t = Instant::now();
             let store = Store::open(kind.config(&sdir))?;
-            let headers = store.list()?;
+            let headers = store.listing()?;
             open_list_runs.push(ms(t));
             check_count(headers.len(), small, "open + list")?;
+            drop(headers);
+            drop(store);
+        }
+        // The same with the list as a `Vec<SessionHeader>` (`Store::list`:
+        // two strings allocated per session).
+        let mut open_headers_runs = Vec::new();
+        for _ in 0..RUNS {
+            let t = Instant::now();
+            let store = Store::open(kind.config(&sdir))?;
+            let headers = store.list()?;
+            open_headers_runs.push(ms(t));
+            check_count(headers.len(), small, "open + list as headers")?;
             drop(headers);
             drop(store);
         }
         check_count(listed, small, "list")?;
         let open_list_best = best(&open_list_runs);
         figures.push(("small_sessions.open_and_list_best_ms", open_list_best));
+        let open_headers_best = best(&open_headers_runs);
+        figures.push((
+            "small_sessions.open_and_list_headers_best_ms",
+            open_headers_best,
+        ));
         // The same in a process that has done nothing else, run until warm:
         // best of 3 here is mostly warm-up for SQLite's sub-millisecond
         // call, and the earlier phases leave this process's heap slower to
@@ -669,13 +687,15 @@ fn measure(
         figures.push(("small_sessions.per_session_ms", per));
         figures.push(("small_sessions.cold_list_best_ms", list_best));
         json.push_str(&format!(
-            ",\"small_sessions\":{{\"count\":{small},\"create_and_append_wall_ms\":{},\"per_session_ms\":{},\"listed\":{listed},\"cold_list_runs_ms\":{},\"cold_list_best_ms\":{},\"open_and_list_runs_ms\":{},\"open_and_list_best_ms\":{}{own_json}}}",
+            ",\"small_sessions\":{{\"count\":{small},\"create_and_append_wall_ms\":{},\"per_session_ms\":{},\"listed\":{listed},\"cold_list_runs_ms\":{},\"cold_list_best_ms\":{},\"open_and_list_runs_ms\":{},\"open_and_list_best_ms\":{},\"open_and_list_headers_runs_ms\":{},\"open_and_list_headers_best_ms\":{}{own_json}}}",
             num(round(wall, 1)),
             num(round(per, 3)),
             runs_json(&list_runs),
             num(round(list_best, 3)),
             runs_json(&open_list_runs),
             num(round(open_list_best, 3)),
+            runs_json(&open_headers_runs),
+            num(round(open_headers_best, 3)),
         ));
     }
     // catalog reads (issue 19): rich list and search over many sessions
@@ -853,7 +873,7 @@ pub fn open_list_probe_main(
     {
         let t = Instant::now();
         let store = Store::open(config.clone())?;
-        let headers = store.list()?;
+        let headers = store.listing()?;
         times.push(ms(t));
         if listed
             .replace(headers.len())
@@ -917,7 +937,7 @@ struct Metric {
     label: &'static str,
 }
 
-const METRICS: [Metric; 14] = [
+const METRICS: [Metric; 15] = [
     Metric {
         ours: "append.events_per_sec",
         original: &["append", "eventsPerSec"],
@@ -965,6 +985,12 @@ const METRICS: [Metric; 14] = [
         original: &["smallSessions", "coldListBestMs"],
         higher_is_better: false,
         label: "open + list(1000) ms",
+    },
+    Metric {
+        ours: "small_sessions.open_and_list_headers_best_ms",
+        original: &["smallSessions", "coldListBestMs"],
+        higher_is_better: false,
+        label: "open + list(1000) as headers ms",
     },
     Metric {
         ours: "small_sessions.open_and_list_own_process_best_ms",

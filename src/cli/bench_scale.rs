@@ -377,7 +377,7 @@ fn small_sessions(
     drop(store);
     let t = Instant::now();
     let store = Store::open(kind.config(dir))?;
-    let listed = store.list()?.len();
+    let listed = store.listing()?.len();
     let list_ms = ms(t);
     drop(store);
     progress.inc(1);

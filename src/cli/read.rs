@@ -2,18 +2,26 @@
 //! `read-from`, `raw`.
 
 use dsh_persist::Error;
-use dsh_persist::model::header::SessionHeader;
+use dsh_persist::model::session_list::HeaderRef;
 use dsh_persist::store::{SessionView, Store};
 
 use super::output::{Outcome, iso_time, jstr, print_out, table};
 
 /// `list`: JSON array of headers, or a table.
 pub fn list(store: &Store, json: bool) -> Result<Outcome, Error> {
-    let mut headers = store.list()?;
-    headers.sort_by(|a, b| a.id.cmp(&b.id));
+    let list = store.listing()?;
+    let mut headers: Vec<HeaderRef<'_>> = list.iter().collect();
+    headers.sort_by(|a, b| a.id.cmp(b.id));
     if json {
-        let items: Vec<String> = headers.iter().map(SessionHeader::to_json).collect();
-        print_out(&format!("[{}]", items.join(",")));
+        let mut out = String::from("[");
+        for (i, h) in headers.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            h.write_json(&mut out);
+        }
+        out.push(']');
+        print_out(&out);
     } else {
         let rows: Vec<Vec<String>> = headers.iter().map(header_row).collect();
         print_out(&table(&["ID", "CREATED", "CWD", "PARENT", "SEED"], &rows));
@@ -22,14 +30,12 @@ pub fn list(store: &Store, json: bool) -> Result<Outcome, Error> {
     Ok(Outcome::ok())
 }
 
-fn header_row(h: &SessionHeader) -> Vec<String> {
+fn header_row(h: &HeaderRef<'_>) -> Vec<String> {
     vec![
-        h.id.clone(),
+        h.id.to_owned(),
         iso_time(h.created_at as i64),
-        h.cwd
-            .as_deref()
-            .map_or_else(|| "-".into(), |c| shorten(c, 60)),
-        h.parent_session.clone().unwrap_or_else(|| "-".into()),
+        h.cwd.map_or_else(|| "-".into(), |c| shorten(c, 60)),
+        h.parent_session.unwrap_or("-").to_owned(),
         h.seed_length.map_or_else(|| "-".into(), |n| n.to_string()),
     ]
 }

@@ -368,18 +368,7 @@ pub unsafe extern "C" fn dsh_store_list(
         // SAFETY: the caller's contract.
         let store = unsafe { store_ref(store) }?;
         let out = Out::new(out_json, "out_json")?;
-        let text = store.run(|s| {
-            let headers = s.list()?;
-            let mut t = String::from("[");
-            for (i, h) in headers.iter().enumerate() {
-                if i > 0 {
-                    t.push(',');
-                }
-                t.push_str(&h.to_json());
-            }
-            t.push(']');
-            Ok(t)
-        })?;
+        let text = store.run(|s| Ok(s.listing()?.to_json()))?;
         // SAFETY: checked by `Out::new`.
         unsafe { write_text(out, text, "session list") }
     })

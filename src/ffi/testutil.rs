@@ -16,6 +16,7 @@ use crate::backend::{
 };
 use crate::model::event::Event;
 use crate::model::header::SessionHeader;
+use crate::model::session_list::SessionList;
 use crate::store::{Store, StoreConfig};
 
 /// A fresh directory under the system temp dir, removed on drop.
@@ -183,7 +184,7 @@ impl Backend for FaultyBackend {
     fn locate(&self, h: &SessionHeader) -> Result<Option<Location>> {
         self.inner.locate(h)
     }
-    fn list(&self) -> Result<Vec<SessionHeader>> {
+    fn list(&self) -> Result<SessionList> {
         self.inner.list()
     }
     fn list_snapshots(&self) -> Result<Vec<(SessionHeader, Revision)>> {

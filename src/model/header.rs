@@ -363,7 +363,7 @@ impl SessionHeader {
     pub fn to_jsonl_line(&self) -> String {
         let mut out = String::with_capacity(128);
         out.push_str("{\"type\":\"session\",");
-        self.write_fields(&mut out, true);
+        self.view().write_fields(&mut out, true);
         out.push('}');
         out
     }
@@ -371,40 +371,9 @@ impl SessionHeader {
     /// The header as the API returns it (`{"version":0,"id":…}`); absent
     /// fields are omitted.
     pub fn to_json(&self) -> String {
-        if let Some(i) = &self.invalid {
-            return i.json.to_string();
-        }
         let mut out = String::with_capacity(128);
-        out.push('{');
-        self.write_fields(&mut out, false);
-        out.push('}');
+        self.view().write_json(&mut out);
         out
-    }
-
-    fn write_fields(&self, out: &mut String, always_depth: bool) {
-        let _ = write!(out, "\"version\":{},\"id\":", self.version);
-        json::write_string(out, &self.id);
-        let _ = write!(out, ",\"createdAt\":{}", self.created_at);
-        let opt_str = |out: &mut String, k: &str, v: &Option<String>| {
-            if let Some(v) = v {
-                let _ = write!(out, ",\"{k}\":");
-                json::write_string(out, v);
-            }
-        };
-        opt_str(out, "cwd", &self.cwd);
-        opt_str(out, "parentSession", &self.parent_session);
-        if let Some(n) = self.seed_length {
-            let _ = write!(out, ",\"seedLength\":{n}");
-        }
-        opt_str(out, "origin", &self.origin);
-        match (self.delegation_depth, always_depth) {
-            (Some(n), _) => {
-                let _ = write!(out, ",\"delegationDepth\":{n}");
-            }
-            (None, true) => out.push_str(",\"delegationDepth\":0"),
-            (None, false) => {}
-        }
-        opt_str(out, "agentPreset", &self.agent_preset);
     }
 }
 

@@ -11,6 +11,7 @@ pub mod log_fold;
 pub mod log_state_codec;
 pub mod repair;
 pub mod seed;
+pub mod session_list;
 pub mod surface;
 pub mod validate;
 pub mod vocabulary;

@@ -41,6 +41,7 @@ use crate::model::event::Event;
 use crate::model::header::{SessionHeader, now_ms};
 use crate::model::json::{self, quote};
 use crate::model::seed;
+use crate::model::session_list::SessionList;
 use crate::model::validate::{LogState, check_lossless, read_from_view, session_view};
 use crate::model::vocabulary::Vocabulary;
 use crate::store::view::has_open_turn;
@@ -1035,8 +1036,17 @@ impl Store {
         Ok(())
     }
 
-    /// Headers of the materialized sessions.
+    /// Headers of the materialized sessions, as headers of their own
+    /// ([`Store::listing`] returns the same list, packed).
     pub fn list(&self) -> Result<Vec<SessionHeader>> {
+        self.listing().map(Vec::from)
+    }
+
+    /// Headers of the materialized sessions, in one [`SessionList`]: the
+    /// texts of the plain headers (most of them) in one buffer, none of
+    /// them allocated on its own. What the C ABI's `dsh_store_list` and
+    /// the CLI's `list` read.
+    pub fn listing(&self) -> Result<SessionList> {
         self.shared.check_open()?;
         checkpoint()?;
         self.shared.backend.list()

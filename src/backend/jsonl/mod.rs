@@ -50,6 +50,7 @@ use crate::fault;
 use crate::model::event::Event;
 use crate::model::header::SessionHeader;
 use crate::model::json::quote;
+use crate::model::session_list::SessionList;
 
 /// How to open a JSONL root.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -768,7 +769,7 @@ impl Backend for JsonlBackend {
         }))
     }
 
-    fn list(&self) -> Result<Vec<SessionHeader>> {
+    fn list(&self) -> Result<SessionList> {
         Ok(self
             .list_entries()?
             .into_iter()

@@ -59,6 +59,7 @@ use crate::error::{Error, Result};
 use crate::model::event::Event;
 use crate::model::header::SessionHeader;
 use crate::model::json::quote;
+use crate::model::session_list::SessionList;
 
 pub use config::{PostgresConfig, SslMode};
 pub use lock::PgWriterLock;
@@ -470,7 +471,7 @@ impl Backend for PostgresBackend {
         Ok(None)
     }
 
-    fn list(&self) -> Result<Vec<SessionHeader>> {
+    fn list(&self) -> Result<SessionList> {
         let rows = self.run(&|| "cannot list sessions".into(), |c, _| reader::list(c))?;
         Ok(rows.into_iter().map(|r| r.header).collect())
     }

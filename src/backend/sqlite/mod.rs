@@ -46,6 +46,7 @@ use crate::error::{Error, Result};
 use crate::model::event::Event;
 use crate::model::header::SessionHeader;
 use crate::model::json::quote;
+use crate::model::session_list::SessionList;
 
 pub use schema::JournalMode;
 
@@ -346,7 +347,7 @@ impl Backend for SqliteBackend {
         Ok(None)
     }
 
-    fn list(&self) -> Result<Vec<SessionHeader>> {
+    fn list(&self) -> Result<SessionList> {
         Ok(self
             .db
             .read(|c, _| reader::list_headers(c, &self.label))?
@@ -601,7 +602,7 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        let listed = be.list().unwrap();
+        let listed = Vec::from(be.list().unwrap());
         let snapshots: Vec<SessionHeader> = be
             .list_snapshots()
             .unwrap()
@@ -717,7 +718,7 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        let listed = be.list().unwrap();
+        let listed = Vec::from(be.list().unwrap());
         let snapshots: Vec<SessionHeader> = be
             .list_snapshots()
             .unwrap()
@@ -735,7 +736,7 @@ mod tests {
         assert_eq!(listed[5].cwd, None);
         // Only plain rows: the first query alone.
         let be = backend_with(&["a", "b"]);
-        let listed = be.list().unwrap();
+        let listed = Vec::from(be.list().unwrap());
         assert_eq!(listed.len(), 2);
         assert_eq!(listed[1].id, "b");
         assert_eq!(listed[1].version, 0);
@@ -826,7 +827,7 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        let listed = be.list().unwrap();
+        let listed = Vec::from(be.list().unwrap());
         assert_eq!(listed.len(), 2);
         assert_eq!(listed[1].id, "y");
     }

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::model::event::Event;
 use crate::model::header::{SESSION_FORMAT_VERSION, SessionHeader, version_refusal};
 use crate::model::json::quote;
+use crate::model::session_list::SessionList;
 
 use super::rows::scan::{self, ReadCtx, limit_subject};
 use super::rows::seal::{Col, RowSeal};
@@ -118,20 +119,16 @@ type Invalid = Option<(&'static str, String, &'static str)>;
 
 const SAFE_UINT: &str = "a non-negative safe integer";
 
-/// The first text column of `header` the original refuses: an empty id, a
+/// The first text column of a header the original refuses: an empty id, a
 /// relative cwd, an origin other than "subagent".
-fn invalid_text(header: &SessionHeader) -> Invalid {
-    if header.id.is_empty() {
+fn invalid_text(id: &str, cwd: Option<&str>, origin: Option<&str>) -> Invalid {
+    if id.is_empty() {
         return Some(("id", quote(""), "a non-empty string"));
     }
-    if let Some(cwd) = header
-        .cwd
-        .as_deref()
-        .filter(|c| !crate::model::header::is_absolute(c))
-    {
+    if let Some(cwd) = cwd.filter(|c| !crate::model::header::is_absolute(c)) {
         return Some(("cwd", quote(cwd), "an absolute path"));
     }
-    if let Some(o) = header.origin.as_deref().filter(|o| *o != "subagent") {
+    if let Some(o) = origin.filter(|o| *o != "subagent") {
         return Some(("origin", quote(o), "\"subagent\""));
     }
     None
@@ -183,7 +180,8 @@ fn header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHeader, In
         id,
         invalid: None,
     };
-    let invalid = invalid.or_else(|| invalid_text(&header));
+    let invalid = invalid
+        .or_else(|| invalid_text(&header.id, header.cwd.as_deref(), header.origin.as_deref()));
     Ok((header, invalid))
 }
 
@@ -248,11 +246,11 @@ pub fn list_sessions(conn: &Connection, label: &str) -> Result<Vec<SessionRow>> 
 /// first other row on, the rest is read with every header column by a second
 /// query that runs while the first is still active, so both see the same
 /// snapshot of the database.
-pub fn list_headers(conn: &Connection, label: &str) -> Result<Vec<SessionHeader>> {
+pub fn list_headers(conn: &Connection, label: &str) -> Result<SessionList> {
     let err = |e| sql_error(label, "cannot list sessions", e);
     let mut stmt = conn.prepare_cached(LIST_PLAIN_SQL).map_err(err)?;
     let mut rows = stmt.query([]).map_err(err)?;
-    let mut out = Vec::new();
+    let mut out = SessionList::new();
     let mut first_invalid: Option<(usize, Invalid)> = None;
     let mut note = |at: usize, invalid: Invalid| {
         if invalid.is_some() && first_invalid.is_none() {
@@ -265,45 +263,36 @@ pub fn list_headers(conn: &Connection, label: &str) -> Result<Vec<SessionHeader>
             let mut rest_rows = rest.query([rowid]).map_err(err)?;
             while let Some(r) = rest_rows.next().map_err(err)? {
                 crate::store::cancel::checkpoint()?;
-                let (header, invalid) = checked_header_from_sql(r).map_err(err)?;
-                note(out.len(), invalid);
-                out.push(header);
+                let invalid = push_listed_row(&mut out, r).map_err(err)?;
+                note(out.len() - 1, invalid);
             }
             break;
         }
         crate::store::cancel::checkpoint()?;
-        let (header, invalid) = plain_header_from_sql(r).map_err(err)?;
-        note(out.len(), invalid);
-        out.push(header);
+        let invalid = push_plain_row(&mut out, r).map_err(err)?;
+        note(out.len() - 1, invalid);
     }
     if let Some((at, invalid)) = first_invalid {
-        check_row(&out[at].id, invalid)?;
+        let id = out.get(at).map(|h| h.id).unwrap_or_default();
+        check_row(id, invalid)?;
     }
     Ok(out)
 }
 
-/// The header of a plain row of [`LIST_PLAIN_SQL`]. Reads the values by
-/// reference (one conversion per column); a value of another type is
-/// reported as [`rusqlite::Row::get`] reports it.
-fn plain_header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHeader, Invalid)> {
-    let text = |v: ValueRef<'_>| match v {
-        ValueRef::Text(t) => Some(rows::lossy_string(t)),
-        _ => None,
-    };
-    let id = match text(r.get_ref(0)?) {
-        Some(id) => id,
-        None => r.get(0)?,
-    };
+/// Appends the header of a plain row of [`LIST_PLAIN_SQL`] or
+/// [`LIST_FROM_SQL`] (their first four columns match) to `out`, its texts
+/// copied from SQLite's buffers into the list's (no allocation per row).
+/// Reads the values by reference (one conversion per column); a value of
+/// another type is reported as [`rusqlite::Row::get`] reports it.
+fn push_plain_row(out: &mut SessionList, r: &rusqlite::Row<'_>) -> rusqlite::Result<Invalid> {
+    let id = rows::text_ref_lossy_required(r, 0)?;
     let created_at = match r.get_ref(2)? {
         ValueRef::Integer(v) => v,
         _ => r.get(2)?,
     };
     let cwd = match r.get_ref(3)? {
         ValueRef::Null => None,
-        v => match text(v) {
-            Some(cwd) => Some(cwd),
-            None => r.get(3)?,
-        },
+        _ => Some(rows::text_ref_lossy_required(r, 3)?),
     };
     let mut invalid = None;
     let created_at = if (0..=crate::model::json::MAX_SAFE_INTEGER).contains(&created_at) {
@@ -312,20 +301,29 @@ fn plain_header_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<(SessionHead
         invalid = Some(("created_at", created_at.to_string(), SAFE_UINT));
         0
     };
-    let header = SessionHeader {
-        version: 0,
-        id,
-        created_at,
-        cwd,
-        parent_session: None,
-        seed_length: None,
-        origin: None,
-        delegation_depth: None,
-        agent_preset: None,
-        invalid: None,
-    };
-    let invalid = invalid.or_else(|| invalid_text(&header));
-    Ok((header, invalid))
+    let invalid = invalid.or_else(|| invalid_text(&id, cwd.as_deref(), None));
+    out.push_plain(&id, created_at, cwd.as_deref());
+    Ok(invalid)
+}
+
+/// Appends the header of a row of [`LIST_FROM_SQL`] to `out`: packed like
+/// [`push_plain_row`] when the row is plain (version 0, the optional
+/// columns NULL), else read whole; its incarnation and revision checked
+/// too, after the header's columns (as [`checked_header_from_sql`]).
+fn push_listed_row(out: &mut SessionList, r: &rusqlite::Row<'_>) -> rusqlite::Result<Invalid> {
+    let plain = matches!(r.get_ref(1)?, ValueRef::Integer(0))
+        && (4..=8).try_fold(true, |all, i| {
+            Ok::<_, rusqlite::Error>(all && matches!(r.get_ref(i)?, ValueRef::Null))
+        })?;
+    if !plain {
+        let (header, invalid) = checked_header_from_sql(r)?;
+        out.push(header);
+        return Ok(invalid);
+    }
+    let invalid = push_plain_row(out, r)?;
+    let incarnation = rows::text_ref_lossy_required(r, 9)?;
+    let revision: i64 = r.get(10)?;
+    Ok(invalid.or_else(|| invalid_revision(&incarnation, revision)))
 }
 
 /// The session row of `id`, if stored.

@@ -17,9 +17,14 @@ pub const ROW_COLUMNS: &str = "seq, type, time, data, source_event_seqs, surface
 /// Stored TEXT as a string: valid UTF-8 as is (the fast check), else with
 /// U+FFFD in place of each invalid sequence, as the original reads it.
 pub fn lossy_string(t: &[u8]) -> String {
+    lossy_str(t).into_owned()
+}
+
+/// [`lossy_string`] borrowed where the text is valid UTF-8.
+pub fn lossy_str(t: &[u8]) -> std::borrow::Cow<'_, str> {
     match std::str::from_utf8(t) {
-        Ok(s) => s.to_owned(),
-        Err(_) => String::from_utf8_lossy(t).into_owned(),
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(t),
     }
 }
 
@@ -47,9 +52,18 @@ pub fn text_lossy(r: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Option<
 
 /// A required TEXT column read lossily (see [`text_lossy`]).
 pub fn text_lossy_required(r: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<String> {
+    text_ref_lossy_required(r, idx).map(std::borrow::Cow::into_owned)
+}
+
+/// [`text_lossy_required`] borrowed from the row where the text is valid
+/// UTF-8.
+pub fn text_ref_lossy_required<'r>(
+    r: &'r rusqlite::Row<'_>,
+    idx: usize,
+) -> rusqlite::Result<std::borrow::Cow<'r, str>> {
     match r.get_ref(idx)? {
-        ValueRef::Text(t) => Ok(lossy_string(t)),
-        _ => r.get(idx),
+        ValueRef::Text(t) => Ok(lossy_str(t)),
+        _ => r.get::<_, String>(idx).map(std::borrow::Cow::Owned),
     }
 }
 
