@@ -632,28 +632,33 @@ fn measure(
         }
         // The open inside the timer (the original opens lazily, in its
         // first call).
-        let mut open_list_runs = Vec::new();
-        for _ in 0..RUNS {
-            let t = Instant::now();
-            let store = Store::open(kind.config(&sdir))?;
-            let headers = store.listing()?;
-            open_list_runs.push(ms(t));
-            check_count(headers.len(), small, "open + list")?;
-            drop(headers);
-            drop(store);
-        }
+        // Each run opens the store and lists (timed), then checks the count
+        // and frees the list and the store (not timed). `list` returns the
+        // count and the list to free.
+        type Listed = (usize, Box<dyn std::any::Any>);
+        let open_and_list = |what: &str, list: &dyn Fn(&Store) -> Result<Listed, Error>| {
+            let mut runs = Vec::new();
+            for _ in 0..RUNS {
+                let t = Instant::now();
+                let store = Store::open(kind.config(&sdir))?;
+                let (listed, held) = list(&store)?;
+                runs.push(ms(t));
+                check_count(listed, small, what)?;
+                drop(held);
+                drop(store);
+            }
+            Ok::<_, Error>(runs)
+        };
+        let open_list_runs = open_and_list("open + list", &|s| {
+            let list = s.listing()?;
+            Ok((list.len(), Box::new(list)))
+        })?;
         // The same with the list as a `Vec<SessionHeader>` (`Store::list`:
         // two strings allocated per session).
-        let mut open_headers_runs = Vec::new();
-        for _ in 0..RUNS {
-            let t = Instant::now();
-            let store = Store::open(kind.config(&sdir))?;
-            let headers = store.list()?;
-            open_headers_runs.push(ms(t));
-            check_count(headers.len(), small, "open + list as headers")?;
-            drop(headers);
-            drop(store);
-        }
+        let open_headers_runs = open_and_list("open + list as headers", &|s| {
+            let headers = s.list()?;
+            Ok((headers.len(), Box::new(headers)))
+        })?;
         check_count(listed, small, "list")?;
         let open_list_best = best(&open_list_runs);
         figures.push(("small_sessions.open_and_list_best_ms", open_list_best));
