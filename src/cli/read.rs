@@ -2,7 +2,7 @@
 //! `read-from`, `raw`.
 
 use dsh_persist::Error;
-use dsh_persist::model::session_list::HeaderRef;
+use dsh_persist::model::session_list::{HeaderRef, write_json_array};
 use dsh_persist::store::{SessionView, Store};
 
 use super::output::{Outcome, iso_time, jstr, print_out, table};
@@ -13,14 +13,8 @@ pub fn list(store: &Store, json: bool) -> Result<Outcome, Error> {
     let mut headers: Vec<HeaderRef<'_>> = list.iter().collect();
     headers.sort_by(|a, b| a.id.cmp(b.id));
     if json {
-        let mut out = String::from("[");
-        for (i, h) in headers.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            h.write_json(&mut out);
-        }
-        out.push(']');
+        let mut out = String::new();
+        write_json_array(headers.iter().copied(), &mut out);
         print_out(&out);
     } else {
         let rows: Vec<Vec<String>> = headers.iter().map(header_row).collect();

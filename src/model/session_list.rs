@@ -231,19 +231,31 @@ impl SessionList {
     /// The list as a JSON array of [`HeaderRef::write_json`] objects.
     pub fn to_json(&self) -> String {
         let mut out = String::with_capacity(2 + self.text.len() + 48 * self.len());
-        out.push('[');
-        for (i, h) in self.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            h.write_json(&mut out);
-        }
-        out.push(']');
+        write_json_array(self, &mut out);
         out
     }
 
     fn view<'a>(&'a self, entry: &'a Entry) -> HeaderRef<'a> {
-        match entry {
+        entry.view(&self.text)
+    }
+}
+
+/// Appends `headers` as a JSON array of [`HeaderRef::write_json`] objects.
+pub fn write_json_array<'a>(headers: impl IntoIterator<Item = HeaderRef<'a>>, out: &mut String) {
+    out.push('[');
+    for (i, h) in headers.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        h.write_json(out);
+    }
+    out.push(']');
+}
+
+impl Entry {
+    /// The entry as a header, its texts (if plain) in `text`.
+    fn view<'a>(&'a self, text: &'a str) -> HeaderRef<'a> {
+        match self {
             Entry::Whole(h) => h.view(),
             &Entry::Plain {
                 start,
@@ -254,9 +266,9 @@ impl SessionList {
                 let cwd_at = start + id_len as usize;
                 HeaderRef {
                     version: SESSION_FORMAT_VERSION,
-                    id: &self.text[start..cwd_at],
+                    id: &text[start..cwd_at],
                     created_at,
-                    cwd: (cwd_len != NO_CWD).then(|| &self.text[cwd_at..cwd_at + cwd_len as usize]),
+                    cwd: (cwd_len != NO_CWD).then(|| &text[cwd_at..cwd_at + cwd_len as usize]),
                     parent_session: None,
                     seed_length: None,
                     origin: None,
@@ -355,15 +367,11 @@ impl FromIterator<SessionHeader> for SessionList {
 impl From<SessionList> for Vec<SessionHeader> {
     fn from(list: SessionList) -> Self {
         let SessionList { text, entries } = list;
-        let view = SessionList {
-            text,
-            entries: Vec::new(),
-        };
         entries
             .into_iter()
             .map(|e| match e {
                 Entry::Whole(h) => *h,
-                plain => view.view(&plain).to_header(),
+                plain => plain.view(&text).to_header(),
             })
             .collect()
     }
