@@ -2,7 +2,7 @@
 //! `read-from`, `raw`.
 
 use dsh_persist::Error;
-use dsh_persist::model::session_list::{HeaderRef, write_json_array};
+use dsh_persist::model::session_list::{HeaderRef, write_headers_array};
 use dsh_persist::store::{SessionView, Store};
 
 use super::output::{Outcome, iso_time, jstr, print_out, table};
@@ -14,7 +14,7 @@ pub fn list(store: &Store, json: bool) -> Result<Outcome, Error> {
     headers.sort_by(|a, b| a.id.cmp(b.id));
     if json {
         let mut out = String::new();
-        write_json_array(headers.iter().copied(), &mut out);
+        write_headers_array(&mut out, headers.iter().copied());
         print_out(&out);
     } else {
         let rows: Vec<Vec<String>> = headers.iter().map(header_row).collect();

@@ -645,14 +645,7 @@ impl Event {
 
 /// Writes `events` as a JSON array (`[e0,e1,…]`).
 pub fn write_events_array(out: &mut String, events: &[Event]) {
-    out.push('[');
-    for (i, e) in events.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        e.write_json(out);
-    }
-    out.push(']');
+    json::write_array(out, events, |out, e| e.write_json(out));
 }
 
 #[cfg(test)]

@@ -891,6 +891,22 @@ pub fn is_true(raw: &str) -> bool {
 // Writing
 
 /// Appends `s` as a JSON string literal the way `JSON.stringify` writes it.
+/// Writes `items` as a JSON array, each by `write_item`.
+pub fn write_array<T>(
+    out: &mut String,
+    items: impl IntoIterator<Item = T>,
+    mut write_item: impl FnMut(&mut String, T),
+) {
+    out.push('[');
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_item(out, item);
+    }
+    out.push(']');
+}
+
 pub fn write_string(out: &mut String, s: &str) {
     out.push('"');
     write_string_body(out, s);

@@ -231,7 +231,7 @@ impl SessionList {
     /// The list as a JSON array of [`HeaderRef::write_json`] objects.
     pub fn to_json(&self) -> String {
         let mut out = String::with_capacity(2 + self.text.len() + 48 * self.len());
-        write_json_array(self, &mut out);
+        write_headers_array(&mut out, self);
         out
     }
 
@@ -240,16 +240,9 @@ impl SessionList {
     }
 }
 
-/// Appends `headers` as a JSON array of [`HeaderRef::write_json`] objects.
-pub fn write_json_array<'a>(headers: impl IntoIterator<Item = HeaderRef<'a>>, out: &mut String) {
-    out.push('[');
-    for (i, h) in headers.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        h.write_json(out);
-    }
-    out.push(']');
+/// Writes `headers` as a JSON array of [`HeaderRef::write_json`] objects.
+pub fn write_headers_array<'a>(out: &mut String, headers: impl IntoIterator<Item = HeaderRef<'a>>) {
+    json::write_array(out, headers, |out, h| h.write_json(out));
 }
 
 impl Entry {
