@@ -890,7 +890,6 @@ pub fn is_true(raw: &str) -> bool {
 // ---------------------------------------------------------------------------
 // Writing
 
-/// Appends `s` as a JSON string literal the way `JSON.stringify` writes it.
 /// Writes `items` as a JSON array, each by `write_item`.
 pub fn write_array<T>(
     out: &mut String,
@@ -907,6 +906,7 @@ pub fn write_array<T>(
     out.push(']');
 }
 
+/// Appends `s` as a JSON string literal the way `JSON.stringify` writes it.
 pub fn write_string(out: &mut String, s: &str) {
     out.push('"');
     write_string_body(out, s);

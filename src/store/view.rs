@@ -33,17 +33,13 @@ impl SessionView {
         text.push_str(&self.header.to_json());
         text.push_str(",\"events\":");
         let open = text.len();
-        text.push('[');
         let mut starts = Vec::with_capacity(self.events.len());
-        for (i, e) in self.events.iter().enumerate() {
-            if i > 0 {
-                text.push(',');
-            }
-            starts.push(text.len());
-            e.write_json(&mut text);
-        }
-        let close = text.len();
-        text.push_str("]}");
+        crate::model::json::write_array(&mut text, &self.events, |out, e| {
+            starts.push(out.len());
+            e.write_json(out);
+        });
+        let close = text.len() - 1;
+        text.push('}');
         ViewJson {
             text,
             starts,
