@@ -10,6 +10,8 @@
 //!   its checkpoint and one with its cache removed before each reopen,
 //!   accept and refuse the same batches with the same errors and end with
 //!   identical bytes; a checkpoint found is used (no read of the log);
+//! - an inspect followed by an append leaves one too (the full read seals
+//!   a row store's rows), equal to a full read, and it is used;
 //! - a checkpoint of an earlier revision (the log grew since, written by a
 //!   writer that left none) and a damaged one are not used;
 //! - SQLite: a hand edit of a row or of the session row that keeps the
@@ -411,6 +413,70 @@ fn live_checkpoint(make: impl Fn(&Path) -> StoreConfig) {
     let other = more.replace(r#""turn":4"#, r#""turn":5"#);
     let err = store.append_json("live", &other).unwrap_err();
     assert!(err.to_string().contains("seq"), "{err}");
+}
+
+#[test]
+fn an_inspect_then_an_append_leaves_a_checkpoint() {
+    inspect_then_append(jsonl_config);
+}
+
+#[test]
+fn a_sqlite_inspect_then_an_append_leaves_a_checkpoint() {
+    inspect_then_append(sqlite_config);
+}
+
+#[test]
+fn a_postgres_inspect_then_an_append_leaves_a_checkpoint() {
+    let Some(url) = support::pg::url("a_postgres_inspect_then_an_append_leaves_a_checkpoint")
+    else {
+        return;
+    };
+    inspect_then_append(pg_config(&url, "ckpt_inspect"));
+}
+
+/// A host that shows a session's history and then goes on with it: a
+/// fresh store inspects the log (the full read, with the rows of a row
+/// store sealed on both of its threads; the inspection is retained) and
+/// appends from that read; its close leaves a checkpoint that equals a
+/// full read, and the next process's cold append continues from it
+/// without reading the log. (A load hands its events to the caller, so
+/// an append after it folds the log again, and that fold seals.)
+fn inspect_then_append(make: impl Fn(&Path) -> StoreConfig) {
+    let events = workload(1200);
+    let t = support::TempDir::new("ckpt-load");
+    let config = make(t.path());
+    let n = with_checkpoint(&config, &events);
+    // No checkpoint left from the writes: the next one comes from the load.
+    fs::remove_dir_all(cache_of(&config).join("append")).unwrap();
+    let s = Store::open(config.clone()).unwrap();
+    assert!(checkpoint_of(&s, "s").is_none());
+    assert_eq!(s.inspect("s").unwrap().events.len(), n);
+    s.append("s", events[n..n + 10].to_vec()).unwrap();
+    assert_eq!(
+        s.cold_reads(),
+        Default::default(),
+        "the inspection's read served"
+    );
+    s.close().unwrap();
+    let s = Store::open(config.clone()).unwrap();
+    let c = checkpoint_of(&s, "s").expect("a checkpoint after inspect + append");
+    let (rev, next, bytes, header, rules) = full_read_state(&s, "s").unwrap();
+    assert_eq!((c.revision.0, c.next_seq, c.log_bytes), (rev, next, bytes));
+    assert_eq!(next, n as u64 + 10);
+    assert_eq!(c.header.to_jsonl_line(), header.to_jsonl_line());
+    assert_eq!(c.rules, rules);
+    s.append("s", events[n + 10..n + 20].to_vec()).unwrap();
+    assert_eq!(
+        s.cold_reads(),
+        Default::default(),
+        "the checkpoint was used"
+    );
+    // What it accepted, a load accepts (and closes the open turn after).
+    let loaded = s.load("s").unwrap().events;
+    assert!(loaded.len() >= n + 20, "{} events", loaded.len());
+    for (a, b) in loaded[n..n + 20].iter().zip(&events[n..n + 20]) {
+        assert_eq!(a.to_json(), b.to_json());
+    }
 }
 
 #[test]

@@ -29,6 +29,10 @@
 //!   decoded or judged: 0.8M events, ~40 ms against a ~200 ms fold) finds
 //!   the same seal and the session row the same header; the backend
 //!   extends the seal with the rows it writes, so closing needs no scan.
+//!   Its full reads seal the rows too (both decoding threads, each its
+//!   stretches, joined in seq order: about a tenth of the read's
+//!   instructions), so an append from an `inspect`'s retained read leaves
+//!   a checkpoint as one after a fold does.
 //! - Written by the store when it closes (or is dropped), for the sessions
 //!   it appended to cold (the [`MAX_SAVED_AT_CLOSE`] longest), and by a
 //!   live session when it closes (never on an append's path), to a

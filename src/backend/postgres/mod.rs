@@ -574,24 +574,40 @@ impl Backend for PostgresBackend {
     }
 
     fn read(&self, id: &str) -> Result<Option<StoredLog>> {
+        // With a cache directory, the rows are sealed as they are decoded
+        // (for the checkpoint an append after this read leaves). A fetch
+        // run again (a lost connection) restarts the seal.
+        let mut seal = None;
         let read = self.run(
             &|| format!("cannot read the events of session {}", quote(id)),
             |c, _| {
                 let ctx = row_scan::ReadCtx::new(&self.limits, &self.label, id);
-                row_scan::read_pipelined(&ctx, |sink| reader::read_log(c, id, sink))
+                seal = self.cache_dir.is_some().then(RowSeal::new);
+                row_scan::read_pipelined(&ctx, seal.as_mut(), |sink| reader::read_log(c, id, sink))
             },
         )?;
-        Ok(read.map(|(session, events, torn, log_bytes)| StoredLog {
-            revision: self.after_read(id, &session, torn, log_bytes),
-            header: session.header,
-            events,
-            // A torn row with a negative seq sorts first: everything is torn.
-            torn: torn.map(|s| TornTail::Sqlite {
-                from_seq: s.max(0) as u64,
-            }),
-            raw_log: None,
-            recovered_events: 0,
-            log_bytes,
+        Ok(read.map(|(session, events, torn, log_bytes)| {
+            let revision = self.after_read(id, &session, torn, log_bytes);
+            if torn.is_none() {
+                let state = AppendState {
+                    next_seq: events.len() as u64,
+                    log_bytes,
+                    seal,
+                };
+                self.sealed.note(id, &revision, state);
+            }
+            StoredLog {
+                revision,
+                header: session.header,
+                events,
+                // A torn row with a negative seq sorts first: everything is torn.
+                torn: torn.map(|s| TornTail::Sqlite {
+                    from_seq: s.max(0) as u64,
+                }),
+                raw_log: None,
+                recovered_events: 0,
+                log_bytes,
+            }
         }))
     }
 

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::model::event::Event;
 use crate::model::json::quote;
 
+use super::seal::{RowSeal, SealPart};
 use super::{RowBounds, RowFailure, StoredRow, decode_row, decode_row_bounded};
 
 /// The bounds of one read of one session (shared by its threads).
@@ -256,7 +257,7 @@ fn judge_parts(mut parts: Vec<DecodedRows>) -> Result<(Vec<Event>, Option<i64>)>
 }
 
 /// Rows per stretch handed to the decoding thread by [`read_pipelined`].
-const PIPELINE_CHUNK_ROWS: usize = 128;
+pub(crate) const PIPELINE_CHUNK_ROWS: usize = 128;
 
 /// What [`read_pipelined`] returns: the fetch's own value (the session
 /// row), the intact events, the seq of the first torn row, and the decoded
@@ -272,9 +273,12 @@ pub type PipelinedRead<S> = (S, Vec<Event>, Option<i64>, u64);
 /// stretches, not halves, so a busy CPU slows the read instead of stalling
 /// it. Returns `fetch`'s value, the intact events and the seq of the first
 /// torn row: the outcome of [`scan_rows`] from seq 0. `fetch`'s errors
-/// come out as they are. Rows are decoded under `ctx`'s bounds.
+/// come out as they are. Rows are decoded under `ctx`'s bounds. With
+/// `seal`, the rows read are sealed into it too (after the rows it holds,
+/// on both threads: see [`SealPart`]), for the append checkpoint.
 pub fn read_pipelined<S, E, F>(
     ctx: &ReadCtx<'_>,
+    seal: Option<&mut RowSeal>,
     fetch: F,
 ) -> std::result::Result<Option<PipelinedRead<S>>, E>
 where
@@ -282,6 +286,10 @@ where
     E: From<Error>,
 {
     let queue = crate::backend::parallel::StretchQueue::default();
+    // Each thread seals what it decodes: the worker one part (its
+    // stretches are a prefix, taken in order), this thread one part per
+    // stretch (taken from the end); joined in seq order at the end.
+    let blank = seal.as_deref().map(RowSeal::part);
     // The fetch loop checks the caller's cancel token; the decoding worker
     // has no checkpoint (it ends when the fetch does).
     std::thread::scope(|scope| {
@@ -302,15 +310,17 @@ where
                                 .name("dsh-read".into())
                                 .spawn_scoped(scope, || {
                                     let mut front = DecodedRows::default();
+                                    let mut part = blank.clone();
                                     // The rows were allocated by the fetching
                                     // thread: they are freed only once all is
                                     // decoded.
                                     let mut done = Vec::new();
                                     while let Some(rows) = queue.pop_front() {
                                         decode_expand_ref(&rows, &mut front, ctx);
+                                        seal_stretch(&mut part, &rows);
                                         done.push(rows);
                                     }
-                                    (front, done)
+                                    (front, done, part)
                                 }),
                         );
                     }
@@ -324,7 +334,11 @@ where
         queue.close();
         // This thread decodes from the end; the worker took a prefix.
         let mut back = Vec::new();
+        let mut back_parts = Vec::new();
         while let Some(rows) = queue.pop_back() {
+            let mut part = blank.clone();
+            seal_stretch(&mut part, &rows);
+            back_parts.push(part);
             back.push(decode_expand(rows, ctx));
         }
         let front = match worker {
@@ -340,14 +354,31 @@ where
             return Ok(None);
         };
         let mut parts = Vec::with_capacity(back.len() + 1);
-        if let Some((front, done)) = front {
+        let mut seal_parts = Vec::with_capacity(back_parts.len() + 1);
+        if let Some((front, done, part)) = front {
             parts.push(front);
+            seal_parts.push(part);
             drop(done);
         }
         parts.extend(back.into_iter().rev());
+        seal_parts.extend(back_parts.into_iter().rev());
         let (events, torn) = judge_parts(parts)?;
+        if let Some(seal) = seal {
+            for part in seal_parts.iter().flatten() {
+                seal.join(part);
+            }
+        }
         Ok(Some((fetched, events, torn, ctx.log_bytes())))
     })
+}
+
+/// Seals `rows` into `part`, when the read seals.
+fn seal_stretch(part: &mut Option<SealPart>, rows: &[StoredRow]) {
+    if let Some(part) = part {
+        for row in rows {
+            part.feed(row);
+        }
+    }
 }
 
 /// What [`fold_rows`] returns: the fetch's own value (the session

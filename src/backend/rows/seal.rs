@@ -101,6 +101,8 @@ struct Words<'s> {
     pending: u64,
     /// Bytes in `pending`.
     filled: usize,
+    /// Words sealed so far.
+    count: u64,
 }
 
 /// `x` modulo [`P`], for any `x` below 2^64.
@@ -115,10 +117,12 @@ impl Words<'_> {
             seal,
             pending: 0,
             filled: 0,
+            count: 0,
         }
     }
 
     fn word(&mut self, w: u64) {
+        self.count += 1;
         let [k0, k1] = self.seal.key;
         let [a0, a1] = self.seal.acc;
         self.seal.acc = [add_mod(mul_mod(a0, k0), w), add_mod(mul_mod(a1, k1), w)];
@@ -131,6 +135,7 @@ impl Words<'_> {
     /// checkpointed cold append's own time). Each term is below `P`, so
     /// their sum is below 5·P < 2^64.
     fn four_words(&mut self, w: [u64; 4]) {
+        self.count += 4;
         for lane in 0..2 {
             let k = self.seal.key[lane];
             let [k2, k3, k4] = self.seal.powers[lane];
@@ -206,12 +211,14 @@ impl Words<'_> {
         }
     }
 
-    fn end(mut self) {
+    /// Ends the row; returns how many words it had.
+    fn end(mut self) -> u64 {
         if self.filled > 0 {
             let w = self.pending;
             self.word(w);
         }
         self.seal.rows += 1;
+        self.count
     }
 }
 
@@ -266,6 +273,11 @@ impl RowSeal {
 
     /// Seals the next fetched row (rows are fed in seq order).
     pub fn feed(&mut self, row: &StoredRow) {
+        self.feed_counted(row);
+    }
+
+    /// [`RowSeal::feed`], returning how many words the row had.
+    fn feed_counted(&mut self, row: &StoredRow) -> u64 {
         self.feed_columns([
             Col::Integer(row.seq),
             (&row.event_type).into(),
@@ -274,17 +286,39 @@ impl RowSeal {
             (&row.source_event_seqs).into(),
             (&row.surface_op).into(),
             (&row.ignorable).into(),
-        ]);
+        ])
     }
 
     /// Seals the next row given as its columns in [`StoredRow`]'s order
-    /// (seq, type, time, data, source_event_seqs, surface_op, ignorable).
-    pub fn feed_columns(&mut self, cols: [Col<'_>; 7]) {
+    /// (seq, type, time, data, source_event_seqs, surface_op, ignorable);
+    /// returns how many words it had.
+    pub fn feed_columns(&mut self, cols: [Col<'_>; 7]) -> u64 {
         let mut words = Words::new(self);
         for c in cols {
             words.col(c);
         }
-        words.end();
+        words.end()
+    }
+
+    /// An empty [`SealPart`] under this seal's key.
+    pub fn part(&self) -> SealPart {
+        SealPart {
+            seal: RowSeal::at(self.key, [0, 0], 0),
+            words: 0,
+        }
+    }
+
+    /// Seals the rows of `part` after those sealed so far, as if they were
+    /// fed here one by one: Horner's rule over the concatenation is this
+    /// seal's value times k^(words of the part) plus the part's own value
+    /// (its rule started from 0).
+    pub fn join(&mut self, part: &SealPart) {
+        debug_assert_eq!(self.key, part.seal.key, "a part of another seal");
+        for lane in 0..2 {
+            let shift = pow_mod(self.key[lane], part.words);
+            self.acc[lane] = add_mod(mul_mod(self.acc[lane], shift), part.seal.acc[lane]);
+        }
+        self.rows += part.seal.rows;
     }
 
     /// The seal's bytes (the form [`RowSeal::decode`] reads).
@@ -312,6 +346,38 @@ impl RowSeal {
         (point(k0) && point(k1) && residue(a0) && residue(a1))
             .then(|| RowSeal::at([k0, k1], [a0, a1], rows))
     }
+}
+
+/// The seal of a stretch of rows on its own, made by [`RowSeal::part`] and
+/// joined to the seal of the rows before it by [`RowSeal::join`]: how the
+/// two threads of a full read ([`super::scan::read_pipelined`]) seal the
+/// stretches each of them decodes, in whatever order they take them.
+#[derive(Clone, Debug)]
+pub struct SealPart {
+    /// Horner's rule from 0 over the stretch's words.
+    seal: RowSeal,
+    /// How many words that is.
+    words: u64,
+}
+
+impl SealPart {
+    /// Seals the stretch's next row.
+    pub fn feed(&mut self, row: &StoredRow) {
+        self.words += self.seal.feed_counted(row);
+    }
+}
+
+/// `k` to the power `n`, modulo [`P`].
+fn pow_mod(mut k: u64, mut n: u64) -> u64 {
+    let mut r = 1;
+    while n > 0 {
+        if n & 1 == 1 {
+            r = mul_mod(r, k);
+        }
+        k = mul_mod(k, k);
+        n >>= 1;
+    }
+    r
 }
 
 /// What one append inserted: its rows as a read fetches them back, in seq
@@ -738,6 +804,41 @@ mod tests {
         logs.forget("long");
         assert!(logs.at("long", &rev).is_none());
         assert!(!logs.is_empty());
+    }
+
+    #[test]
+    fn joined_parts_equal_the_rows_fed_in_order() {
+        let key = [0x0abc_def0_1234_5678, 0x1357_9bdf_0246_8ace];
+        let rows: Vec<StoredRow> = (0..30)
+            .map(|n| row(n, &"xé".repeat(n as usize * 5 % 37)))
+            .collect();
+        let whole = seal_of(key, &rows);
+        // Cut anywhere, in two or three parts, each sealed on its own and
+        // joined in order (a part may be empty).
+        for a in 0..=rows.len() {
+            for b in a..=rows.len() {
+                let mut joined = RowSeal::with_key(key);
+                for stretch in [&rows[..a], &rows[a..b], &rows[b..]] {
+                    let mut part = joined.part();
+                    for r in stretch {
+                        part.feed(r);
+                    }
+                    joined.join(&part);
+                }
+                assert_eq!(joined, whole, "cut at {a} and {b}");
+            }
+        }
+        // Joined out of order, it is another seal.
+        let (mut front, mut back) = (RowSeal::with_key(key).part(), RowSeal::with_key(key).part());
+        rows[..10].iter().for_each(|r| front.feed(r));
+        rows[10..].iter().for_each(|r| back.feed(r));
+        let mut swapped = RowSeal::with_key(key);
+        swapped.join(&back);
+        swapped.join(&front);
+        assert_ne!(swapped, whole);
+        assert_eq!(pow_mod(3, 0), 1);
+        assert_eq!(pow_mod(3, 5), 243);
+        assert_eq!(pow_mod(2, 61), 1);
     }
 
     #[test]

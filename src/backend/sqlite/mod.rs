@@ -431,11 +431,29 @@ impl Backend for SqliteBackend {
         // Rows are fetched under the connection lock and decoded, on two
         // threads, outside it.
         let mut ident = None;
-        let read = reader::read_log(self.fetching(&mut ident), &self.label, id, &self.limits)?;
+        // The rows are sealed as they are decoded (on both threads), so
+        // that an append after this read leaves a checkpoint at close
+        // (`sealed`); a database in memory keeps none.
+        let mut seal = self.db.path().is_some().then(RowSeal::new);
+        let read = reader::read_log(
+            self.fetching(&mut ident),
+            &self.label,
+            id,
+            &self.limits,
+            seal.as_mut(),
+        )?;
         let Some(read) = read else {
             return Ok(None);
         };
         let revision = self.after_read(id, ident, &read)?;
+        if read.torn_from.is_none() {
+            let state = AppendState {
+                next_seq: read.events.len() as u64,
+                log_bytes: read.log_bytes,
+                seal,
+            };
+            self.sealed.note(id, &revision, state);
+        }
         Ok(Some(StoredLog {
             revision,
             header: read.session.header,
@@ -650,16 +668,30 @@ mod tests {
             .collect();
         be.append(&h, &events, Expect::New).unwrap();
         let both = |be: &SqliteBackend, what: &str| {
-            let piped = show(reader::read_log(
+            // Sealed on two threads: the seal of the rows fed in order.
+            let mut seal = RowSeal::new();
+            let read = reader::read_log(
                 |f| be.with_conn(f),
                 &be.label,
                 "s",
                 &Limits::default(),
-            ));
-            let plain = show(
-                be.with_conn(|c| reader::fetch_log(c, &be.label, "s"))
-                    .and_then(|f| f.map(|f| f.scan_log()).transpose()),
+                Some(&mut seal),
             );
+            // A read that fails leaves the seal as it was.
+            let sealed = matches!(read, Ok(Some(_)));
+            let piped = show(read);
+            let fetched = be.with_conn(|c| reader::fetch_log(c, &be.label, "s"));
+            let mut in_order = seal.empty_like();
+            if let (true, Ok(Some(f))) = (sealed, &fetched) {
+                f.rows.iter().for_each(|r| in_order.feed(r));
+                assert!(in_order.rows() > 0);
+            }
+            assert_eq!(seal, in_order, "{what}: the seal");
+            assert!(
+                !sealed || seal.rows() as usize > crate::backend::rows::scan::PIPELINE_CHUNK_ROWS,
+                "{what}: two threads"
+            );
+            let plain = show(fetched.and_then(|f| f.map(|f| f.scan_log()).transpose()));
             assert_eq!(piped, plain, "{what}");
             piped
         };
@@ -670,7 +702,8 @@ mod tests {
                 |f| be.with_conn(f),
                 &be.label,
                 "nope",
-                &Limits::default()
+                &Limits::default(),
+                None,
             )),
             "none"
         );

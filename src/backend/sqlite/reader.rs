@@ -570,13 +570,19 @@ pub fn stored_suffix(
 ///
 /// Bounded by `limits` (see [`crate::backend::limits`]): rows are checked
 /// as they are fetched and as they are decoded, and a row past a limit
-/// fails the read.
-pub fn read_log<W>(with_conn: W, label: &str, id: &str, limits: &Limits) -> Result<Option<LogRead>>
+/// fails the read. With `seal`, the rows read are sealed into it.
+pub fn read_log<W>(
+    with_conn: W,
+    label: &str,
+    id: &str,
+    limits: &Limits,
+    seal: Option<&mut RowSeal>,
+) -> Result<Option<LogRead>>
 where
     W: FnOnce(&mut FetchRows<'_>) -> Result<Option<SessionRow>>,
 {
     let ctx = ReadCtx::new(limits, label, id);
-    let read = scan::read_pipelined(&ctx, |sink| {
+    let read = scan::read_pipelined(&ctx, seal, |sink| {
         with_conn(&mut |conn| stream_rows(conn, label, id, limits, sink))
     })?;
     Ok(read.map(|(session, events, torn, log_bytes)| LogRead {
