@@ -542,3 +542,139 @@ fn store_level_appends_are_refused_before_the_log_limit() {
         );
     }
 }
+
+/// The workload's first complete turns up to `n` events (chunk-heavy: a
+/// store packs them, so its log is far smaller than the events' bounds).
+fn workload_prefix(n: usize) -> Vec<dsh_persist::model::event::Event> {
+    let path = support::bench_dir().join("workload-100k.jsonl.zst");
+    let bytes = std::fs::read(&path).unwrap();
+    let text = String::from_utf8(zstd::decode_all(&bytes[..]).unwrap()).unwrap();
+    let mut events: Vec<dsh_persist::model::event::Event> = text
+        .lines()
+        .take(n)
+        .map(|l| dsh_persist::model::event::Event::parse(l).unwrap())
+        .collect();
+    let end = events
+        .iter()
+        .rposition(|e| e.type_str() == "turn/end")
+        .unwrap();
+    events.truncate(end + 1);
+    events
+}
+
+/// A store counts its log as a read of it counts it, on every backend: the
+/// size an append reaches is the log's decoded size (JSONL) or its rows'
+/// stored and decoded bytes (SQLite, PostgreSQL), not the sum of the
+/// events' upper bounds (which, for packed chunks, is about ten times
+/// more: a long session would be refused far below `maxLogBytes`). So a
+/// store that wrote the log and a fresh one that read it refuse the same
+/// append naming the same size, and what was acknowledged loads back.
+#[test]
+fn the_size_an_append_counts_is_what_a_read_counts() {
+    let dir = TempDir::new("exact-log-count");
+    let schema = support::pg::url("the_size_an_append_counts_is_what_a_read_counts")
+        .map(|u| support::pg::Schema::new(&u, "exactcount"));
+    // The events' bounds sum to more than the 7.5 MiB an append may reach;
+    // their packed log is far below it.
+    let events = workload_prefix(40_000);
+    let bounds: u64 = events
+        .iter()
+        .map(dsh_persist::backend::limits::record_bound)
+        .sum();
+    assert!(bounds > 8 * MIB as u64, "{bounds}");
+    let big = |turn: u64, seq: u64| {
+        format!(
+            r#"[{{"type":"turn/start","seq":{},"time":1,"data":{{"turn":{turn}}}}},{{"type":"user/message","seq":{},"time":1,"surfaceOp":"append","data":{}}},{{"type":"turn/end","seq":{},"time":1,"data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}]"#,
+            seq,
+            seq + 1,
+            big_message(MIB).replace("\"u1\"", &format!("\"u{turn}\"")),
+            seq + 2
+        )
+    };
+    let turns = events
+        .iter()
+        .filter(|e| e.type_str() == "turn/start")
+        .count() as u64;
+    for (kind, config) in limit_stores(dir.path(), schema.as_ref()) {
+        let kind = kind.as_str();
+        let store = Store::open_json(&config).unwrap();
+        store.create(SessionHeader::new("exact", 1)).unwrap();
+        for batch in events.chunks(50) {
+            store
+                .append("exact", batch.to_vec())
+                .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        }
+        // Then 1 MiB turns until refused: the writing store's count.
+        let mut seq = events.len() as u64;
+        let mut turn = turns + 1;
+        let refused = loop {
+            assert!(turn < turns + 20, "{kind}: 20 MiB never refused");
+            match store.append_json("exact", &big(turn, seq)) {
+                Ok(_) => {
+                    seq += 3;
+                    turn += 1;
+                }
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(
+            refused.kind(),
+            ErrorKind::InvalidArgument,
+            "{kind}: {refused}"
+        );
+        store.close().unwrap();
+        // A fresh store reads the log, counts it, and refuses the same
+        // append at the same size.
+        let fresh = Store::open_json(&config).unwrap();
+        let loaded = fresh.load("exact").unwrap();
+        assert_eq!(loaded.events.len() as u64, seq, "{kind}");
+        let again = fresh.append_json("exact", &big(turn, seq)).unwrap_err();
+        assert_eq!(again.to_string(), refused.to_string(), "{kind}");
+    }
+}
+
+/// A live session counts what its written batches store, not their
+/// events' bounds: the workload's chunk-heavy turns (bounds well over the
+/// limit, packed log well under it) are all acknowledged on every backend
+/// when the session flushes as it goes; then 1 MiB turns are refused at
+/// the limit as before, and everything acknowledged loads back.
+#[test]
+fn a_live_session_counts_its_written_batches_as_a_read_does() {
+    let dir = TempDir::new("live-exact-count");
+    let schema = support::pg::url("a_live_session_counts_its_written_batches_as_a_read_does")
+        .map(|u| support::pg::Schema::new(&u, "liveexact"));
+    let events = workload_prefix(40_000);
+    let bounds: u64 = events
+        .iter()
+        .map(dsh_persist::backend::limits::record_bound)
+        .sum();
+    assert!(bounds > 8 * MIB as u64, "{bounds}");
+    for (kind, config) in limit_stores(dir.path(), schema.as_ref()) {
+        let kind = kind.as_str();
+        let store = Store::open_json(&config).unwrap();
+        let live = store.start(SessionHeader::new("stream", 1)).unwrap();
+        for (i, e) in events.iter().enumerate() {
+            let opts = AppendOptions {
+                surface_op: e.surface_op().map(|t| t.as_str().to_string()),
+                source_event_seqs: e
+                    .source_event_seqs()
+                    .map(|t| serde_json::from_str::<Vec<u64>>(t.as_str()).unwrap()),
+                ignorable: e.ignorable,
+            };
+            live.append(e.type_str(), e.data.as_str(), &opts)
+                .unwrap_or_else(|err| panic!("{kind}: event {i}: {err}"));
+            if i % 50 == 49 {
+                live.flush().unwrap();
+            }
+        }
+        let e = fill_until_refused(&live, kind);
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{kind}: {e}");
+        assert!(e.to_string().contains("maxLogBytes 8388608"), "{kind}: {e}");
+        let acknowledged = live.snapshot();
+        assert!(acknowledged.len() > events.len(), "{kind}");
+        live.close().unwrap();
+        drop(store);
+        let store = Store::open_json(&config).unwrap();
+        same_events(&store.load("stream").unwrap().events, &acknowledged, kind);
+    }
+}

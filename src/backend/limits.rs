@@ -241,8 +241,10 @@ pub fn log_growth(events: &[Event]) -> u64 {
         .fold(0u64, u64::saturating_add)
 }
 
-/// The size count of a new log before its first event: the JSONL header
-/// line and its `\n` (the row stores count it too, as an upper bound).
+/// The size count of a new JSONL log before its first event: the header
+/// line and its `\n` (a row store's read counts its rows only, and so does
+/// its writer; a live session counts the line on every backend, as an
+/// upper bound).
 pub fn new_log_bytes(header: &SessionHeader) -> u64 {
     header.to_jsonl_line().len() as u64 + 1
 }

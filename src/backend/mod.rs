@@ -465,6 +465,14 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// The log's size count (`maxLogBytes`) at `revision`, as a clean full
+    /// read counts it and as this backend's next append starts from it,
+    /// when it knows it (after its own write or read of the log). A live
+    /// session takes it after each batch. The default says `None`.
+    fn log_bytes_at(&self, _header: &SessionHeader, _revision: &Revision) -> Option<u64> {
+        None
+    }
+
     /// Takes what a persisted append checkpoint says of a stored session at
     /// `revision`, as a clean read would have noted it, so that an append
     /// expecting that revision needs no read of the log (the append still

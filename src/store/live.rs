@@ -92,12 +92,28 @@ struct LiveLog {
     events: Vec<Event>,
     /// The rules' fold over `events` (SPEC 1.8/1.9, the same a load runs).
     rules: LogState,
-    /// The log's size count as the backend's writer keeps it (`maxLogBytes`,
-    /// [`crate::backend::limits::Limits::check_log_append`]): the stored
-    /// log's count plus every event since. An append that would bring it
-    /// over the limit is refused here, with no disk I/O, rather than
-    /// acknowledged and then refused by the write-behind batch.
-    log_bytes: u64,
+}
+
+/// A live session's log size count (`maxLogBytes`,
+/// [`crate::backend::limits::Limits::check_log_append`]), shared by its
+/// appends and its batch writer: the stored log's count (exact, as a read
+/// counts it, once the backend has written or read the log) plus the upper
+/// bounds of the events not written yet. An append that would bring it over
+/// the limit is refused at once, with no disk I/O, rather than acknowledged
+/// and then refused by the write-behind batch; and as batches are written
+/// the bounds give way to the stored count, so a long session is not
+/// refused for the bounds of events long written (a packed chunk stores a
+/// fraction of its bound).
+#[derive(Debug)]
+struct LogCount {
+    stored: u64,
+    pending: u64,
+}
+
+impl LogCount {
+    fn total(&self) -> u64 {
+        self.stored.saturating_add(self.pending)
+    }
 }
 
 /// Writes a live session's batches to the backend.
@@ -110,6 +126,8 @@ struct LiveSink {
     /// The session's writer lock (shared with [`LiveInner`]), verified
     /// before each batch.
     writer: Arc<Mutex<Option<WriterLock>>>,
+    /// The log's size count (shared with [`LiveInner`]).
+    count: Arc<Mutex<LogCount>>,
 }
 
 impl BatchSink for LiveSink {
@@ -132,6 +150,14 @@ impl BatchSink for LiveSink {
             Some(r) => Expect::At(r),
         };
         let new = self.backend.append(&self.header, batch, expect)?;
+        let written = limits::log_growth(batch);
+        let mut count = self.count.lock();
+        count.pending = count.pending.saturating_sub(written);
+        count.stored = self
+            .backend
+            .log_bytes_at(&self.header, &new)
+            .unwrap_or(count.stored.saturating_add(written));
+        drop(count);
         *rev = Some(new);
         Ok(())
     }
@@ -151,6 +177,8 @@ pub(crate) struct LiveInner {
     writer: Arc<Mutex<Option<WriterLock>>>,
     /// The stored revision after the last batch (the batch writer's).
     revision: Arc<Mutex<Option<Revision>>>,
+    /// The log's size count (shared with the batch writer).
+    count: Arc<Mutex<LogCount>>,
 }
 
 /// A session this process is writing. Cheap to clone (a handle); `Send +
@@ -178,15 +206,17 @@ impl LiveSession {
             Some((rev, bytes)) => (Some(rev), bytes),
             None => (None, limits::new_log_bytes(&header)),
         };
-        let log_bytes = if seed.is_empty() {
-            stored_bytes
-        } else {
+        if !seed.is_empty() {
             shared
                 .config
                 .backend
                 .limits()
-                .check_log_append(stored_bytes, &seed, &header.id)?
-        };
+                .check_log_append(stored_bytes, &seed, &header.id)?;
+        }
+        let count = Arc::new(Mutex::new(LogCount {
+            stored: stored_bytes,
+            pending: limits::log_growth(&seed),
+        }));
         let writer = Arc::new(Mutex::new(writer));
         let revision = Arc::new(Mutex::new(stored_revision));
         let sink = LiveSink {
@@ -194,6 +224,7 @@ impl LiveSession {
             header: header.clone(),
             revision: revision.clone(),
             writer: writer.clone(),
+            count: count.clone(),
         };
         let ctrl = WriteController::new(
             Box::new(sink),
@@ -210,16 +241,13 @@ impl LiveSession {
             inner: Arc::new(LiveInner {
                 shared,
                 header,
-                log: RwLock::new(LiveLog {
-                    events,
-                    rules,
-                    log_bytes,
-                }),
+                log: RwLock::new(LiveLog { events, rules }),
                 ctrl,
                 closing: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 writer,
                 revision,
+                count,
             }),
         };
         if !seed.is_empty() {
@@ -316,8 +344,11 @@ impl LiveSession {
         // refused now, not at the write.
         let limits = self.inner.shared.config.backend.limits();
         limits.check_event(&event, self.id())?;
-        let log_bytes =
-            limits.check_log_append(log.log_bytes, std::slice::from_ref(&event), self.id())?;
+        // Only this append (under the log's write lock) adds to the count;
+        // the batch writer may lower it meanwhile, which keeps this check.
+        let total = self.inner.count.lock().total();
+        let bound =
+            limits.check_log_append(total, std::slice::from_ref(&event), self.id())? - total;
         // The rules a load applies (one rule set), with the strict trace
         // that every live append keeps (SPEC 1.6). One event: the state is
         // unchanged on error. (Should the queue refuse the event below, the
@@ -331,9 +362,15 @@ impl LiveSession {
         )?;
         // Queue first: a session closed meanwhile refuses the event, and it
         // must not appear in the in-memory log either.
-        self.inner.ctrl.enqueue([event.clone()])?;
+        // Counted before it is queued: the batch writer subtracts what it
+        // writes.
+        self.inner.count.lock().pending += bound;
+        if let Err(e) = self.inner.ctrl.enqueue([event.clone()]) {
+            let mut count = self.inner.count.lock();
+            count.pending = count.pending.saturating_sub(bound);
+            return Err(e);
+        }
         log.events.push(event);
-        log.log_bytes = log_bytes;
         Ok(seq)
     }
 

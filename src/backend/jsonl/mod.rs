@@ -820,6 +820,10 @@ impl Backend for JsonlBackend {
         }
     }
 
+    fn log_bytes_at(&self, header: &SessionHeader, revision: &Revision) -> Option<u64> {
+        self.known_log_bytes(&self.write_path(header).ok()?, revision)
+    }
+
     fn append_state(&self, header: &SessionHeader, revision: &Revision) -> Option<AppendState> {
         let path = self.write_path(header).ok()?;
         let next_seq = self.known_next_seq(&path, revision)?;

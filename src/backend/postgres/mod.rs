@@ -375,6 +375,12 @@ impl Backend for PostgresBackend {
         self.cache_dir.clone()
     }
 
+    fn log_bytes_at(&self, header: &SessionHeader, revision: &Revision) -> Option<u64> {
+        checks::known_log_bytes(&self.log_bytes, &header.id, revision, |i, r| {
+            self.token(i, r)
+        })
+    }
+
     fn append_state(&self, header: &SessionHeader, revision: &Revision) -> Option<AppendState> {
         self.sealed.at(&header.id, revision)
     }
@@ -514,7 +520,7 @@ impl Backend for PostgresBackend {
         }
         checks::check_contiguous(id, events)?;
         writer::check_header(header)?;
-        let (known, after) = crate::backend::rows::checks::check_append_bounds(
+        let checked = crate::backend::rows::checks::check_append_bounds(
             &self.limits,
             &self.log_bytes,
             header,
@@ -557,19 +563,14 @@ impl Backend for PostgresBackend {
                 &self.limits,
             );
         }
-        let mut sizes = self.log_bytes.lock();
-        match (known, after) {
-            (Some((k_inc, k_rev, _)), Some(after))
-                if matches!(expect, Expect::New) || (k_inc == inc && k_rev + 1 == rev) =>
-            {
-                sizes.insert(id.to_string(), (inc.clone(), rev, after));
-            }
-            // Someone else wrote in between: the size is not known.
-            _ => {
-                sizes.remove(id);
-            }
-        }
-        drop(sizes);
+        checks::note_append(
+            &self.log_bytes,
+            id,
+            expect,
+            checked,
+            (&inc, rev),
+            written.inserted.charge,
+        );
         Ok(revision)
     }
 

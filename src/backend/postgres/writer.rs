@@ -305,6 +305,7 @@ pub fn append(
             },
             events: next_seq - first_seq,
             whole_batch: sealing && already == 0,
+            charge: Some(batch.rows.iter().map(|r| r.charge).sum()),
         },
     };
     let rev = bump(

@@ -30,6 +30,19 @@ pub fn note_log_bytes(
         .insert(id.to_string(), (incarnation.to_string(), revision, bytes));
 }
 
+/// The size count noted for `id` when it is at the revision `token` makes
+/// of the noted (incarnation, revision).
+pub fn known_log_bytes(
+    known: &KnownLogBytes,
+    id: &str,
+    revision: &crate::backend::Revision,
+    token: impl Fn(&str, i64) -> crate::backend::Revision,
+) -> Option<u64> {
+    let sizes = known.lock();
+    let (inc, rev, bytes) = sizes.get(id)?;
+    (token(inc, *rev) == *revision).then_some(*bytes)
+}
+
 /// The write bounds of an append to a row store (`maxRecordBytes` per
 /// event, `maxLogBytes` by [`Limits::check_log_append`] when the size
 /// before it is known: a new session's, or one this store noted). Returns
@@ -47,11 +60,9 @@ pub fn check_append_bounds(
         limits.check_event(e, id)?;
     }
     let before = match expect {
-        Expect::New => Some((
-            String::new(),
-            -1,
-            crate::backend::limits::new_log_bytes(header),
-        )),
+        // A read of a row store counts its rows only (the header is the
+        // session row), so a new session's count starts at 0.
+        Expect::New => Some((String::new(), -1, 0)),
         Expect::At(_) => known.lock().get(id).cloned(),
     };
     let after = match &before {
@@ -59,6 +70,35 @@ pub fn check_append_bounds(
         None => None,
     };
     Ok((before, after))
+}
+
+/// Notes `id`'s log size after an append that took its session row to
+/// (`inc`, `rev`), from what [`check_append_bounds`] returned (`checked`):
+/// the size known before plus what a read counts of the rows inserted
+/// (`charge`), so this store and a fresh one that reads the log count the
+/// same; the checked upper bound when the charge is not known. Forgotten
+/// when another writer wrote in between (the revision moved by more than
+/// this append).
+pub fn note_append(
+    known: &KnownLogBytes,
+    id: &str,
+    expect: Expect<'_>,
+    checked: (Option<(String, i64, u64)>, Option<u64>),
+    (inc, rev): (&str, i64),
+    charge: Option<u64>,
+) {
+    let mut sizes = known.lock();
+    match checked {
+        (Some((k_inc, k_rev, before)), Some(bound))
+            if matches!(expect, Expect::New) || (k_inc == inc && k_rev + 1 == rev) =>
+        {
+            let after = charge.map_or(bound, |c| before.saturating_add(c));
+            sizes.insert(id.to_string(), (inc.to_string(), rev, after));
+        }
+        _ => {
+            sizes.remove(id);
+        }
+    }
 }
 
 /// Checks that `events` continue each other from `events[0].seq`.

@@ -113,6 +113,11 @@ pub struct EncodedRow {
     pub source_event_seqs: Option<Vec<u8>>,
     pub surface_op: Option<String>,
     pub ignorable: Option<i64>,
+    /// What a read of this row counts against `maxLogBytes` ([`read_charge`]
+    /// of its type and surface columns as stored and its decoded `data`):
+    /// the writer adds it to the log's size count, so a store that wrote a
+    /// log and one that read it count the same.
+    pub charge: u64,
 }
 
 impl From<EncodedRow> for StoredRow {
@@ -302,6 +307,7 @@ pub fn encode_record(record: &Record) -> Result<EncodedRow, String> {
             source_event_seqs: None,
             surface_op: None,
             ignorable: Some(PACKED_MARKER),
+            charge: read_charge(row.tag().len(), row.data_json().len()),
         }),
         Record::Event(e) => {
             let source_event_seqs = match e.source_event_seqs() {
@@ -319,14 +325,19 @@ pub fn encode_record(record: &Record) -> Result<EncodedRow, String> {
             if e.seq > MAX_SAFE_INTEGER as u64 {
                 return Err(format!("event seq {} is not a safe integer", e.seq));
             }
+            let surface_op = e.surface_op().map(|t| t.as_str().to_string());
+            let fixed = e.type_str().len()
+                + surface_op.as_ref().map_or(0, String::len)
+                + source_event_seqs.as_ref().map_or(0, Vec::len);
             Ok(EncodedRow {
                 seq: e.seq as i64,
                 event_type: e.type_str().to_string(),
                 time: e.time,
                 data: encode_data(e.data.as_str()),
                 source_event_seqs,
-                surface_op: e.surface_op().map(|t| t.as_str().to_string()),
+                surface_op,
                 ignorable: e.ignorable.then_some(1),
+                charge: read_charge(fixed, e.data.as_str().len()),
             })
         }
     }
@@ -625,6 +636,48 @@ mod tests {
             back.to_json(),
             r#"{"type":"user/message","seq":7,"time":5,"data":{"b":1,"a":[2]},"sourceEventSeqs":[1,6,2],"surfaceOp":"append","ignorable":true}"#
         );
+    }
+
+    /// The charge a writer adds for a row it encoded is what a read of
+    /// the row counts against `maxLogBytes` (packed and plain rows, TEXT
+    /// and zstd BLOB data, surface columns), so the two counts agree.
+    #[test]
+    fn an_encoded_row_is_charged_what_a_read_counts() {
+        use crate::codec::chunk_rows::{PackLimits, pack};
+        let mut events = vec![
+            Event::parse(r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#).unwrap(),
+            Event::parse(&format!(
+                r#"{{"type":"tool/result","seq":1,"time":2,"data":{{"text":"{}"}},"surfaceOp":{{"replace":[0,1]}},"sourceEventSeqs":[0,1]}}"#,
+                "b".repeat(9000)
+            ))
+            .unwrap(),
+        ];
+        for k in 0..40u64 {
+            events.push(
+                Event::parse(&format!(
+                    r#"{{"type":"assistant/chunk","seq":{},"time":3,"data":{{"turn":1,"step":1,"chunk":{{"type":"text-delta","index":0,"text":"k{k}"}}}}}}"#,
+                    k + 2
+                ))
+                .unwrap(),
+            );
+        }
+        let limits = Limits::default();
+        let (mut packed, mut blob) = (0, 0);
+        for record in pack(&events, &PackLimits::SQLITE) {
+            let enc = encode_record(&record).unwrap();
+            let row = stored(&enc);
+            packed += usize::from(row.is_packed());
+            blob += usize::from(matches!(row.data, Value::Blob(_)));
+            assert_eq!(Some(enc.charge), row_charge(&row, &limits), "{row:?}");
+            let budget = limits.budget();
+            let bounds = RowBounds {
+                limits: &limits,
+                budget: &budget,
+            };
+            decode_row_bounded(&row, &bounds).unwrap();
+            assert_eq!(enc.charge, budget.used(), "{row:?}");
+        }
+        assert!(packed > 0 && blob > 0, "packed {packed}, blob {blob}");
     }
 
     #[test]

@@ -389,6 +389,10 @@ pub struct Inserted {
     /// Every event of the batch was inserted (not a retry that found a
     /// prefix stored).
     pub whole_batch: bool,
+    /// What a read counts of the inserted rows against `maxLogBytes` (the
+    /// sum of their [`super::EncodedRow::charge`]); `None` when this call
+    /// inserted nothing, or what was written is not known.
+    pub charge: Option<u64>,
 }
 
 impl Inserted {
@@ -398,6 +402,9 @@ impl Inserted {
             rows: Vec::new(),
             events: 0,
             whole_batch: true,
+            // The session row may be at a revision an earlier attempt's
+            // rows made (a retry that found its batch stored).
+            charge: None,
         }
     }
 }
@@ -428,6 +435,7 @@ impl Written {
                 rows: Vec::new(),
                 events: 0,
                 whole_batch: false,
+                charge: None,
             },
         }
     }

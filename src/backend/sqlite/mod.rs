@@ -296,6 +296,16 @@ impl Backend for SqliteBackend {
         }
     }
 
+    fn log_bytes_at(&self, header: &SessionHeader, revision: &Revision) -> Option<u64> {
+        let ident = self.db.ident()?;
+        crate::backend::rows::checks::known_log_bytes(
+            &self.log_bytes,
+            &header.id,
+            revision,
+            |i, r| token(&ident, i, r),
+        )
+    }
+
     fn append_state(&self, header: &SessionHeader, revision: &Revision) -> Option<AppendState> {
         self.sealed.at(&header.id, revision)
     }
@@ -387,7 +397,7 @@ impl Backend for SqliteBackend {
         expect: Expect<'_>,
     ) -> Result<Revision> {
         let id = header.id.as_str();
-        let (known, after) = crate::backend::rows::checks::check_append_bounds(
+        let checked = crate::backend::rows::checks::check_append_bounds(
             &self.limits,
             &self.log_bytes,
             header,
@@ -410,20 +420,14 @@ impl Backend for SqliteBackend {
             &revision,
             &self.limits,
         );
-        let mut sizes = self.log_bytes.lock();
-        match known {
-            Some((k_inc, k_rev, _))
-                if matches!(expect, Expect::New) || (k_inc == inc && k_rev + 1 == rev) =>
-            {
-                let after = after.expect("checked with the known size");
-                sizes.insert(id.to_string(), (inc.clone(), rev, after));
-            }
-            // Someone else wrote in between: the size is not known.
-            _ => {
-                sizes.remove(id);
-            }
-        }
-        drop(sizes);
+        crate::backend::rows::checks::note_append(
+            &self.log_bytes,
+            id,
+            expect,
+            checked,
+            (&inc, rev),
+            written.inserted.charge,
+        );
         Ok(revision)
     }
 

@@ -23,14 +23,16 @@ fn begin<'c>(conn: &'c mut Connection, label: &str) -> Result<Transaction<'c>> {
         .map_err(|e| sql_error(label, "cannot start a write transaction", e))
 }
 
-/// Inserts the rows of `events`; returns them as a read fetches them back.
+/// Inserts the rows of `events`; returns them as a read fetches them back,
+/// and what a read counts of them against `maxLogBytes`.
 fn insert_rows(
     tx: &Transaction<'_>,
     label: &str,
     id: &str,
     events: &[Event],
-) -> Result<Vec<StoredRow>> {
+) -> Result<(Vec<StoredRow>, u64)> {
     let mut inserted = Vec::new();
+    let mut charge = 0u64;
     let mut stmt = tx
         .prepare_cached(
             "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable) \
@@ -65,9 +67,10 @@ fn insert_rows(
                 e,
             )
         })?;
+        charge += row.charge;
         inserted.push(StoredRow::from(row));
     }
-    Ok(inserted)
+    Ok((inserted, charge))
 }
 
 fn bump_revision(tx: &Transaction<'_>, label: &str, id: &str) -> Result<(String, i64)> {
@@ -177,7 +180,7 @@ pub fn append(
     if before.is_none() {
         insert_session(&tx, label, header)?;
     }
-    let rows = insert_rows(&tx, label, id, events)?;
+    let (rows, charge) = insert_rows(&tx, label, id, events)?;
     let rev = bump_revision(&tx, label, id)?;
     let written = Written {
         before,
@@ -185,6 +188,7 @@ pub fn append(
             rows,
             events: events.len() as u64,
             whole_batch: already == 0,
+            charge: Some(charge),
         },
     };
     crate::fault::check(crate::fault::Op::SqliteCommit).map_err(|e| Error::io(label, e))?;
