@@ -555,13 +555,8 @@ impl Backend for PostgresBackend {
         let revision = self.token(&inc, rev);
         if sealing {
             let before = written.before.as_ref().map(|(i, r)| self.token(i, *r));
-            self.sealed.after_append(
-                id,
-                before.as_ref(),
-                &written.inserted,
-                &revision,
-                &self.limits,
-            );
+            self.sealed
+                .after_append(id, before.as_ref(), &written.inserted, &revision);
         }
         checks::note_append(
             &self.log_bytes,

@@ -452,21 +452,6 @@ fn read_charge(fixed: usize, data: usize) -> u64 {
     (fixed + data) as u64
 }
 
-/// What a read of `row` counts against `maxLogBytes` ([`read_charge`], as
-/// [`decode_row_bounded`] charges it), without decoding its record: for a
-/// writer that counts the rows it inserted as a read will. `None` when the
-/// row's `data` does not decode.
-pub fn row_charge(row: &StoredRow, limits: &Limits) -> Option<u64> {
-    let fixed = fixed_len(row);
-    let cap = if row.is_packed() {
-        PACKED_DATA_CAP
-    } else {
-        limits.record().checked_sub(fixed)?
-    };
-    let data = decode_data_ref(&row.data, cap).ok()?;
-    Some(read_charge(fixed, data.len()))
-}
-
 /// [`decode_row`] of a borrowed row under a read's bounds: the record owns
 /// copies of what it keeps, and the row's buffers stay with the caller. (A
 /// decoding thread that freed rows another thread allocated would contend
@@ -668,7 +653,6 @@ mod tests {
             let row = stored(&enc);
             packed += usize::from(row.is_packed());
             blob += usize::from(matches!(row.data, Value::Blob(_)));
-            assert_eq!(Some(enc.charge), row_charge(&row, &limits), "{row:?}");
             let budget = limits.budget();
             let bounds = RowBounds {
                 limits: &limits,

@@ -32,8 +32,7 @@ use std::collections::HashMap;
 use parking_lot::Mutex;
 
 use super::checks::{KnownLogBytes, note_log_bytes};
-use super::{StoredRow, Value, row_charge};
-use crate::backend::limits::Limits;
+use super::{StoredRow, Value};
 use crate::backend::sqlite::reader::SessionRow;
 use crate::backend::{AppendState, Revision};
 use crate::model::binary::{Input, put_u64};
@@ -549,15 +548,14 @@ impl SealedLogs {
     /// it created the session), inserted `ins` and left it at `after`: the
     /// state extends to the new rows when it was known at `before` and the
     /// append wrote its whole batch; the rows are counted as a read counts
-    /// them ([`row_charge`]: one rule for the size count). Otherwise
-    /// nothing is known of `id`.
+    /// them (their [`super::EncodedRow::charge`]: one rule for the size
+    /// count). Otherwise nothing is known of `id`.
     pub fn after_append(
         &self,
         id: &str,
         before: Option<&Revision>,
         ins: &Inserted,
         after: &Revision,
-        limits: &Limits,
     ) {
         let mut map = self.0.lock();
         let prior = map.remove(id);
@@ -573,31 +571,26 @@ impl SealedLogs {
         if !ins.whole_batch {
             return;
         }
-        if let Some(state) = extended(known, &ins.rows, ins.events, limits) {
+        if let Some(state) = extended(known, ins) {
             insert_bounded(&mut map, id, (after.clone(), state));
         }
     }
 }
 
-/// `state` after `rows` holding `events` events (`None` when they do not
-/// start at its next seq, or a row's `data` does not decode).
-fn extended(
-    mut state: AppendState,
-    rows: &[StoredRow],
-    events: u64,
-    limits: &Limits,
-) -> Option<AppendState> {
+/// `state` after the rows `ins` inserted (`None` when they do not start at
+/// its next seq, or what they count is not known).
+fn extended(mut state: AppendState, ins: &Inserted) -> Option<AppendState> {
     let seal = state.seal.as_mut()?;
-    if let Some(first) = rows.first() {
+    if let Some(first) = ins.rows.first() {
         if u64::try_from(first.seq).ok()? != state.next_seq {
             return None;
         }
+        state.log_bytes += ins.charge?;
     }
-    for row in rows {
-        state.log_bytes += row_charge(row, limits)?;
+    for row in &ins.rows {
         seal.feed(row);
     }
-    state.next_seq += events;
+    state.next_seq += ins.events;
     Some(state)
 }
 

@@ -413,13 +413,8 @@ impl Backend for SqliteBackend {
         })?;
         // Outside the connection lock (the session's appends are
         // serialized by its writer).
-        self.sealed.after_append(
-            id,
-            before.as_ref(),
-            &written.inserted,
-            &revision,
-            &self.limits,
-        );
+        self.sealed
+            .after_append(id, before.as_ref(), &written.inserted, &revision);
         crate::backend::rows::checks::note_append(
             &self.log_bytes,
             id,
