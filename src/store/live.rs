@@ -360,10 +360,10 @@ impl LiveSession {
             false,
             std::slice::from_ref(&event),
         )?;
-        // Queue first: a session closed meanwhile refuses the event, and it
-        // must not appear in the in-memory log either.
-        // Counted before it is queued: the batch writer subtracts what it
-        // writes.
+        // Queue before the in-memory log: a session closed meanwhile
+        // refuses the event, and it must not appear there either. Counted
+        // before it is queued (the batch writer subtracts what it writes),
+        // and uncounted when the queue refuses it.
         self.inner.count.lock().pending += bound;
         if let Err(e) = self.inner.ctrl.enqueue([event.clone()]) {
             let mut count = self.inner.count.lock();
