@@ -499,6 +499,18 @@ fn live_appends_are_refused_at_append_before_the_log_limit() {
     }
 }
 
+/// A complete turn at `seq` as a store-level append's JSON: its user
+/// message carries 1 MiB.
+fn big_turn(turn: u64, seq: u64) -> String {
+    format!(
+        r#"[{{"type":"turn/start","seq":{},"time":1,"data":{{"turn":{turn}}}}},{{"type":"user/message","seq":{},"time":1,"surfaceOp":"append","data":{}}},{{"type":"turn/end","seq":{},"time":1,"data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}]"#,
+        seq,
+        seq + 1,
+        big_message(MIB).replace("\"u1\"", &format!("\"u{turn}\"")),
+        seq + 2
+    )
+}
+
 /// The store-level (cold) append follows the live session's rule on every
 /// backend, PostgreSQL included: an append that would bring the log past
 /// `maxLogBytes` (less the repair room) is refused, naming the limit, and
@@ -515,14 +527,7 @@ fn store_level_appends_are_refused_before_the_log_limit() {
         let mut seq = 0u64;
         let mut refused = None;
         for turn in 1..=20u64 {
-            let batch = format!(
-                r#"[{{"type":"turn/start","seq":{},"time":1,"data":{{"turn":{turn}}}}},{{"type":"user/message","seq":{},"time":1,"surfaceOp":"append","data":{}}},{{"type":"turn/end","seq":{},"time":1,"data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}]"#,
-                seq,
-                seq + 1,
-                big_message(MIB).replace("\"u1\"", &format!("\"u{turn}\"")),
-                seq + 2
-            );
-            match store.append_json("cold", &batch) {
+            match store.append_json("cold", &big_turn(turn, seq)) {
                 Ok(_) => seq += 3,
                 Err(e) => {
                     refused = Some(e);
@@ -582,15 +587,6 @@ fn the_size_an_append_counts_is_what_a_read_counts() {
         .map(dsh_persist::backend::limits::record_bound)
         .sum();
     assert!(bounds > 8 * MIB as u64, "{bounds}");
-    let big = |turn: u64, seq: u64| {
-        format!(
-            r#"[{{"type":"turn/start","seq":{},"time":1,"data":{{"turn":{turn}}}}},{{"type":"user/message","seq":{},"time":1,"surfaceOp":"append","data":{}}},{{"type":"turn/end","seq":{},"time":1,"data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}]"#,
-            seq,
-            seq + 1,
-            big_message(MIB).replace("\"u1\"", &format!("\"u{turn}\"")),
-            seq + 2
-        )
-    };
     let turns = events
         .iter()
         .filter(|e| e.type_str() == "turn/start")
@@ -609,7 +605,7 @@ fn the_size_an_append_counts_is_what_a_read_counts() {
         let mut turn = turns + 1;
         let refused = loop {
             assert!(turn < turns + 20, "{kind}: 20 MiB never refused");
-            match store.append_json("exact", &big(turn, seq)) {
+            match store.append_json("exact", &big_turn(turn, seq)) {
                 Ok(_) => {
                     seq += 3;
                     turn += 1;
@@ -628,7 +624,9 @@ fn the_size_an_append_counts_is_what_a_read_counts() {
         let fresh = Store::open_json(&config).unwrap();
         let loaded = fresh.load("exact").unwrap();
         assert_eq!(loaded.events.len() as u64, seq, "{kind}");
-        let again = fresh.append_json("exact", &big(turn, seq)).unwrap_err();
+        let again = fresh
+            .append_json("exact", &big_turn(turn, seq))
+            .unwrap_err();
         assert_eq!(again.to_string(), refused.to_string(), "{kind}");
     }
 }
