@@ -567,6 +567,19 @@ fn workload_prefix(n: usize) -> Vec<dsh_persist::model::event::Event> {
     events
 }
 
+/// The workload's first 40,000 events: their bounds sum to more than the
+/// 7.5 MiB an append may reach under [`LIMITS`]; their packed log is far
+/// below it.
+fn over_the_limit_by_bounds() -> Vec<dsh_persist::model::event::Event> {
+    let events = workload_prefix(40_000);
+    let bounds: u64 = events
+        .iter()
+        .map(dsh_persist::backend::limits::record_bound)
+        .sum();
+    assert!(bounds > 8 * MIB as u64, "{bounds}");
+    events
+}
+
 /// A store counts its log as a read of it counts it, on every backend: the
 /// size an append reaches is the log's decoded size (JSONL) or its rows'
 /// stored and decoded bytes (SQLite, PostgreSQL), not the sum of the
@@ -579,14 +592,7 @@ fn the_size_an_append_counts_is_what_a_read_counts() {
     let dir = TempDir::new("exact-log-count");
     let schema = support::pg::url("the_size_an_append_counts_is_what_a_read_counts")
         .map(|u| support::pg::Schema::new(&u, "exactcount"));
-    // The events' bounds sum to more than the 7.5 MiB an append may reach;
-    // their packed log is far below it.
-    let events = workload_prefix(40_000);
-    let bounds: u64 = events
-        .iter()
-        .map(dsh_persist::backend::limits::record_bound)
-        .sum();
-    assert!(bounds > 8 * MIB as u64, "{bounds}");
+    let events = over_the_limit_by_bounds();
     let turns = events
         .iter()
         .filter(|e| e.type_str() == "turn/start")
@@ -641,12 +647,7 @@ fn a_live_session_counts_its_written_batches_as_a_read_does() {
     let dir = TempDir::new("live-exact-count");
     let schema = support::pg::url("a_live_session_counts_its_written_batches_as_a_read_does")
         .map(|u| support::pg::Schema::new(&u, "liveexact"));
-    let events = workload_prefix(40_000);
-    let bounds: u64 = events
-        .iter()
-        .map(dsh_persist::backend::limits::record_bound)
-        .sum();
-    assert!(bounds > 8 * MIB as u64, "{bounds}");
+    let events = over_the_limit_by_bounds();
     for (kind, config) in limit_stores(dir.path(), schema.as_ref()) {
         let kind = kind.as_str();
         let store = Store::open_json(&config).unwrap();
