@@ -11,7 +11,7 @@
 
 use super::binary::{Input, put_str, put_u64};
 use super::invariants::TurnTrace;
-use super::json::JsonText;
+use super::json::{JsonText, MAX_SAFE_INTEGER};
 use super::surface::{Node, NodeKind, SurfaceState};
 use super::validate::LogState;
 
@@ -30,6 +30,25 @@ fn kind_of_code(c: u8) -> Option<NodeKind> {
         2 => NodeKind::ToolResult,
         _ => return None,
     })
+}
+
+/// Whether `t` is a trace that following a log of `len` events can reach
+/// (see `TurnTrace::step`): turns and steps are safe integers counted up
+/// from 0, an open turn is the last one started, an open step the last one
+/// started and only inside a turn, call ids are kept only inside a step,
+/// and the last seq is a safe integer seen only after an event. A
+/// checkpoint holding another one is not used (its log is read instead),
+/// so no append is judged against a state no log has.
+fn reachable(t: &TurnTrace, len: usize) -> bool {
+    let safe = |v: i64| (0..=MAX_SAFE_INTEGER).contains(&v);
+    safe(t.last_turn)
+        && safe(t.last_step)
+        && t.open_turn.is_none_or(|o| o == t.last_turn)
+        && t.open_step
+            .is_none_or(|s| s == t.last_step && t.open_turn.is_some())
+        && (t.calls.is_empty() || t.open_step.is_some())
+        && t.last_seq
+            .is_none_or(|s| len > 0 && s <= MAX_SAFE_INTEGER as u64)
 }
 
 impl LogState {
@@ -98,6 +117,9 @@ impl LogState {
             last_step,
             calls,
         };
+        if !reachable(&trace, len) {
+            return None;
+        }
         let n_nodes = usize::try_from(inp.u64()?).ok()?;
         let mut nodes = Vec::with_capacity(n_nodes.min(1 << 20));
         for _ in 0..n_nodes {
@@ -149,6 +171,31 @@ mod tests {
             let mut inp = Input(&out[..n]);
             assert!(LogState::decode(&mut inp).is_none(), "cut at {n}");
         }
+        // States no log reaches are refused (a crafted or damaged
+        // checkpoint whose hash matches is not used).
+        let mut unreachable = Vec::new();
+        for change in 0..6 {
+            let mut t = st.trace.clone();
+            match change {
+                0 => t.last_turn = i64::MAX,
+                1 => t.last_step = -1,
+                2 => t.open_turn = Some(t.last_turn + 1),
+                3 => t.open_step = Some(t.last_step + 1),
+                4 => {
+                    t.open_step = None;
+                    t.calls.push("c2".into());
+                }
+                _ => t.open_turn = None,
+            }
+            let bad = LogState {
+                trace: t,
+                ..st.clone()
+            };
+            let mut out = Vec::new();
+            bad.encode(&mut out);
+            unreachable.push(LogState::decode(&mut Input(&out)));
+        }
+        assert_eq!(unreachable, vec![None; 6]);
         let empty = LogState::new();
         let mut out = Vec::new();
         empty.encode(&mut out);
