@@ -19,6 +19,9 @@ use dsh_persist::codec::chunk_rows::{PackedRow, Record};
 use dsh_persist::model::event::Event;
 use dsh_persist::model::header::{HeaderSource, SessionHeader};
 use dsh_persist::model::json;
+use dsh_persist::model::validate::LogState;
+use dsh_persist::model::vocabulary::Vocabulary;
+use dsh_persist::store::append_checkpoint::{self, Checkpoint};
 
 /// A target body.
 pub type Target = fn(&[u8]);
@@ -34,6 +37,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("json_canonical", json_canonical),
     ("c_abi", c_abi),
     ("store_files", store_files),
+    ("append_checkpoint", append_checkpoint),
 ];
 
 fn text(data: &[u8]) -> Option<&str> {
@@ -366,6 +370,111 @@ pub fn store_files(data: &[u8]) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The session id, revision and rules key of the `append_checkpoint`
+/// target's checkpoints (its seeds are encoded with them).
+const CKPT_ID: &str = "s";
+const CKPT_REVISION: &str = "jsonl:1:2:3:4:5";
+const CKPT_RULES: &str = "k";
+
+/// The append checkpoint's decoder (`append_checkpoint::decode`) and what
+/// continues from a decoded checkpoint. The first byte picks the events
+/// appended after it; the rest is the body of a checkpoint file, wrapped
+/// with the magic line and a valid hash (so inputs get past the integrity
+/// check). A checkpoint the decoder accepts must encode to bytes that
+/// decode to it again, and an append checked against its rules (strict and
+/// not, event by event and as one batch) must return a result, never panic.
+pub fn append_checkpoint(data: &[u8]) {
+    let Some((&pick, body)) = data.split_first() else {
+        return;
+    };
+    let revision = dsh_persist::backend::Revision(CKPT_REVISION.into());
+    let bytes = append_checkpoint::wrap_body(body);
+    let Some(c) = append_checkpoint::decode(&bytes, CKPT_ID, &revision, CKPT_RULES) else {
+        return;
+    };
+    let again = append_checkpoint::encode(CKPT_ID, CKPT_RULES, &c);
+    assert_eq!(
+        append_checkpoint::decode(&again, CKPT_ID, &revision, CKPT_RULES).as_ref(),
+        Some(&c),
+        "a decoded checkpoint encodes to bytes that decode to it"
+    );
+    let _ = c.append_state();
+    let turn = c.rules.open_turn().unwrap_or(1);
+    let next = c.next_seq;
+    // Replace targets: seqs at and before the log's end.
+    let start = next.saturating_sub(u64::from(pick >> 4));
+    let end = start.saturating_add(u64::from(pick & 3));
+    let candidates = [
+        format!(
+            r#""type":"turn/start","data":{{"turn":{}}}"#,
+            turn.saturating_add(1)
+        ),
+        format!(r#""type":"step/start","data":{{"turn":{turn},"step":1}}"#),
+        r#""type":"user/message","data":{"content":[],"source":{"kind":"user"},"role":"user","id":"u"},"surfaceOp":"append""#.to_string(),
+        format!(
+            r#""type":"tool/result","data":{{"turn":{turn},"step":1,"message":{{"source":{{"kind":"tool","callId":"c"}},"content":[{{"type":"tool-result","toolCallId":"c","content":[],"isError":false}}],"role":"user","id":"r"}}}},"sourceEventSeqs":[{start}],"surfaceOp":{{"op":"replace","start":{start},"end":{end}}}"#
+        ),
+        format!(
+            r#""type":"assistant/message","data":{{"turn":{turn},"step":1,"message":{{"role":"assistant","content":[],"source":{{"kind":"model"}},"id":"a"}}}},"surfaceOp":"append""#
+        ),
+        format!(r#""type":"step/end","data":{{"turn":{turn},"step":1}}"#),
+        format!(r#""type":"turn/end","data":{{"turn":{turn}}}"#),
+    ];
+    let chosen: Vec<&String> = candidates
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| pick & (1 << (i % 8)) != 0 || pick == 0)
+        .map(|(_, c)| c)
+        .collect();
+    let batch: Vec<Event> = chosen
+        .iter()
+        .zip(next..)
+        .filter_map(|(c, seq)| Event::parse(&format!(r#"{{{c},"seq":{seq},"time":1}}"#)).ok())
+        .collect();
+    let vocab = Vocabulary::default();
+    for strict in [false, true] {
+        let _ = c
+            .rules
+            .clone()
+            .check_append(CKPT_ID, &vocab, strict, true, &batch);
+        let mut rules = c.rules.clone();
+        for e in &batch {
+            let _ = rules.check_append(CKPT_ID, &vocab, strict, true, std::slice::from_ref(e));
+        }
+    }
+}
+
+/// The body of a checkpoint of `log` (a JSONL log's text: header line,
+/// events) as `append_checkpoint`'s seed, when its events are accepted.
+fn checkpoint_seed(log: &str, sealed: bool) -> Option<Vec<u8>> {
+    let mut lines = log.lines();
+    let mut header = SessionHeader::parse_line_lenient(lines.next()?).ok()??;
+    header.id = CKPT_ID.into();
+    let header = SessionHeader::parse_line_lenient(&header.to_jsonl_line()).ok()??;
+    let events = lines
+        .map(Event::parse)
+        .collect::<Result<Vec<_>, _>>()
+        .ok()?;
+    let mut rules = LogState::new();
+    rules
+        .check_append(CKPT_ID, &Vocabulary::default(), false, true, &events)
+        .ok()?;
+    let c = Checkpoint {
+        revision: dsh_persist::backend::Revision(CKPT_REVISION.into()),
+        header,
+        next_seq: rules.event_count() as u64,
+        log_bytes: log.len() as u64,
+        seal: sealed.then(dsh_persist::backend::rows::seal::RowSeal::new),
+        rules,
+    };
+    let bytes = append_checkpoint::encode(CKPT_ID, CKPT_RULES, &c);
+    append_checkpoint::intact_body(&bytes).map(|b| {
+        let mut seed = vec![0u8];
+        seed.extend_from_slice(b);
+        seed
+    })
+}
+
 /// `data` split at each `\x00\x00`.
 fn split2(data: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();
@@ -663,6 +772,14 @@ pub fn seeds(fixtures: &std::path::Path) -> Vec<(&'static str, Vec<u8>)> {
             let mut whole = vec![1u8, 0, 0];
             whole.extend(std::fs::read(p).unwrap_or_default());
             out.push(("store_files", whole));
+        }
+    }
+    for (i, p) in jsonl.iter().enumerate() {
+        if std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_FILE) {
+            let log = String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
+            if let Some(seed) = checkpoint_seed(&log, i % 2 == 1) {
+                out.push(("append_checkpoint", seed));
+            }
         }
     }
     for script in C_ABI_SEEDS {

@@ -160,19 +160,41 @@ pub fn encode(id: &str, rules_key: &str, c: &Checkpoint) -> Vec<u8> {
     }
     put_str(&mut out, &c.header.to_jsonl_line());
     c.rules.encode(&mut out);
+    hashed(out)
+}
+
+/// `out` followed by its hash.
+fn hashed(mut out: Vec<u8>) -> Vec<u8> {
     let h = hash(&out);
     out.extend_from_slice(&h.to_le_bytes());
     out
 }
 
+/// Checkpoint bytes around `body` (what [`intact_body`] returns): the magic
+/// line, `body`, the hash. [`encode`] writes its body in place; the fuzz
+/// target (`append_checkpoint`) builds its inputs with this, so that they
+/// reach the decoder past the integrity check.
+pub fn wrap_body(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(MAGIC.len() + body.len() + 8);
+    out.extend_from_slice(MAGIC.as_bytes());
+    out.extend_from_slice(body);
+    hashed(out)
+}
+
+/// The body of checkpoint bytes (between the magic line and the hash) when
+/// they are intact: the hash matches and the magic line is this build's.
+pub fn intact_body(bytes: &[u8]) -> Option<&[u8]> {
+    let (all, h) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+    if hash(all) != u64::from_le_bytes(h.try_into().ok()?) {
+        return None;
+    }
+    all.strip_prefix(MAGIC.as_bytes())
+}
+
 /// Reads checkpoint bytes when they are intact and describe `id` at
 /// `revision` under `rules_key`.
 pub fn decode(bytes: &[u8], id: &str, revision: &Revision, rules_key: &str) -> Option<Checkpoint> {
-    let (body, h) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
-    if hash(body) != u64::from_le_bytes(h.try_into().ok()?) {
-        return None;
-    }
-    let mut inp = Input(body.strip_prefix(MAGIC.as_bytes())?);
+    let mut inp = Input(intact_body(bytes)?);
     if inp.str()? != id || inp.str()? != revision.0 || inp.str()? != rules_key {
         return None;
     }
