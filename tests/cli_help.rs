@@ -54,6 +54,37 @@ fn help_names_the_real_files_and_describes_every_argument() {
             "{sub}: <ID> has no description: {line:?}"
         );
     }
+    // Each command is described by its own line (`search` once carried
+    // the benchmark's description too).
+    let described = |sub: &str| -> String {
+        r.stdout
+            .lines()
+            .find_map(|l| {
+                l.trim_start()
+                    .strip_prefix(sub)
+                    .filter(|d| d.starts_with(' '))
+            })
+            .unwrap_or_else(|| panic!("{sub} is not listed in {}", r.stdout))
+            .trim()
+            .to_string()
+    };
+    assert!(
+        described("search").starts_with("Full-text search"),
+        "{}",
+        r.stdout
+    );
+    assert!(!described("search").contains("benchmark"), "{}", r.stdout);
+    assert!(
+        described("bench").starts_with("Run the benchmark"),
+        "{}",
+        r.stdout
+    );
+    let bench = run(["bench", "--help"]);
+    assert!(
+        bench.stdout.starts_with("Run the benchmark"),
+        "{}",
+        bench.stdout
+    );
     // `help` is a subcommand of its own: `help --help` and `help SUB` work.
     let r = run(["help", "--help"]);
     assert_eq!(r.code, 0, "{}", r.stderr);

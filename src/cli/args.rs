@@ -298,7 +298,6 @@ pub enum Command {
         #[arg(long)]
         id: Option<String>,
     },
-    /// Run the benchmark of SPEC §10 (use a release build).
     /// Full-text search over user, assistant and tool-result text of every session.
     Search(SearchArgs),
     /// Print new events of a session as JSON lines as they are appended (Ctrl-C ends).
@@ -314,6 +313,8 @@ pub enum Command {
     },
     /// Export a transcript to Markdown or self-contained HTML.
     Export(ExportArgs),
+    /// Run the benchmark of SPEC §10 beside the original's figures (use a
+    /// release build), or with `--scale` the growth rows.
     Bench(BenchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
