@@ -107,6 +107,68 @@ fn list_last_on_an_empty_store_is_not_found() {
     assert_eq!(r.error().0, "not_found");
 }
 
+/// The search index directory of a fixture store copy.
+fn search_index_dir(store: &FixtureStore) -> std::path::PathBuf {
+    if store.flag == "--sqlite" {
+        let mut name = store.path.clone().into_os_string();
+        name.push(".dsh-persist-cache");
+        std::path::PathBuf::from(name).join("search")
+    } else {
+        store.path.join(".dsh-persist-cache").join("search")
+    }
+}
+
+#[test]
+fn a_damaged_search_index_is_rebuilt_not_searched() {
+    for case in STORES {
+        let store = FixtureStore::new(case);
+        let found = store.json("search", &["plan"]).json();
+        let hits = found["hits"].as_array().unwrap();
+        assert!(!hits.is_empty(), "{case}: {found}");
+        assert!(found["indexed"].as_u64().unwrap() > 0, "{case}");
+        // Every "plan" (any case) in the index files becomes "pXan", as a
+        // damaged disk block would leave them: same length, no other sign.
+        let dir = search_index_dir(&store);
+        let mut damaged_files = 0;
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let path = f.unwrap().path();
+            let mut bytes = std::fs::read(&path).unwrap();
+            // Past the magic line and the id and revision (u64-length-
+            // prefixed strings): only the texts are touched.
+            let mut at = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+            for _ in 0..2 {
+                let len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+                at += 8 + len as usize;
+            }
+            let mut damaged = false;
+            for i in at..bytes.len().saturating_sub(3) {
+                if bytes[i..i + 4].eq_ignore_ascii_case(b"plan") {
+                    bytes[i + 1] = b'X';
+                    damaged = true;
+                }
+            }
+            if damaged {
+                std::fs::write(&path, &bytes).unwrap();
+                damaged_files += 1;
+            }
+        }
+        assert!(damaged_files > 0, "{case}: the index holds the texts");
+        let again = store.json("search", &["plan"]).json();
+        assert_eq!(
+            again["hits"], found["hits"],
+            "{case}: the damaged index was searched"
+        );
+        assert_eq!(
+            again["indexed"], damaged_files,
+            "{case}: the damaged files, and only those, are rebuilt"
+        );
+        // And the rebuilt index is used again.
+        let third = store.json("search", &["plan"]).json();
+        assert_eq!(third["indexed"], 0, "{case}");
+        assert_eq!(third["hits"], found["hits"]);
+    }
+}
+
 #[test]
 fn search_export_and_follow() {
     for case in STORES {

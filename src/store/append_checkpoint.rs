@@ -38,7 +38,7 @@
 //!   live session when it closes (never on an append's path), to a
 //!   temporary name and renamed (0600, in 0700 directories); not fsynced
 //!   (a lost checkpoint costs one full read). A file whose hash does not
-//!   match its bytes is ignored.
+//!   match its bytes ([`cache_files::sealed`]) is ignored.
 //!
 //! PostgreSQL works as SQLite does (the same seal, the same rows): with a
 //! `cacheDir` (a server store has no place beside it on this host; a
@@ -121,23 +121,6 @@ pub fn file_of(dir: &Path, id: &str) -> PathBuf {
     cache_files::file_of(dir, "append", id, "ckpt")
 }
 
-/// A 64-bit hash of `bytes`, eight at a time (integrity, not security: a
-/// torn or damaged file is refused).
-fn hash(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h = 0x243f_6a88_85a3_08d3u64 ^ (bytes.len() as u64).wrapping_mul(K);
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        h = (h ^ w).wrapping_mul(K);
-        h ^= h >> 31;
-    }
-    let mut last = [0u8; 8];
-    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    h = (h ^ u64::from_le_bytes(last)).wrapping_mul(K);
-    h ^ (h >> 29)
-}
-
 /// The bytes of a checkpoint file.
 pub fn encode(id: &str, rules_key: &str, c: &Checkpoint) -> Vec<u8> {
     // Sized once (a growing vector of megabytes costs the kernel's
@@ -160,14 +143,7 @@ pub fn encode(id: &str, rules_key: &str, c: &Checkpoint) -> Vec<u8> {
     }
     put_str(&mut out, &c.header.to_jsonl_line());
     c.rules.encode(&mut out);
-    hashed(out)
-}
-
-/// `out` followed by its hash.
-fn hashed(mut out: Vec<u8>) -> Vec<u8> {
-    let h = hash(&out);
-    out.extend_from_slice(&h.to_le_bytes());
-    out
+    cache_files::sealed(out)
 }
 
 /// Checkpoint bytes around `body` (what [`intact_body`] returns): the magic
@@ -178,17 +154,13 @@ pub fn wrap_body(body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(MAGIC.len() + body.len() + 8);
     out.extend_from_slice(MAGIC.as_bytes());
     out.extend_from_slice(body);
-    hashed(out)
+    cache_files::sealed(out)
 }
 
 /// The body of checkpoint bytes (between the magic line and the hash) when
 /// they are intact: the hash matches and the magic line is this build's.
 pub fn intact_body(bytes: &[u8]) -> Option<&[u8]> {
-    let (all, h) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
-    if hash(all) != u64::from_le_bytes(h.try_into().ok()?) {
-        return None;
-    }
-    all.strip_prefix(MAGIC.as_bytes())
+    cache_files::unsealed(bytes, MAGIC.as_bytes())
 }
 
 /// Reads checkpoint bytes when they are intact and describe `id` at
@@ -238,14 +210,8 @@ pub fn load(
     rules_key: &str,
     max_bytes: u64,
 ) -> Option<Checkpoint> {
-    use std::io::Read as _;
-    let mut f = std::fs::File::open(file_of(dir, id)).ok()?;
     // A frame is never much larger than what it holds.
-    if f.metadata().ok()?.len() > max_bytes.saturating_add(1 << 16) {
-        return None;
-    }
-    let mut file = Vec::new();
-    f.read_to_end(&mut file).ok()?;
+    let file = cache_files::read_at_most(&file_of(dir, id), max_bytes.saturating_add(1 << 16))?;
     let size = zstd::zstd_safe::get_frame_content_size(&file).ok()??;
     if size > max_bytes {
         return None;

@@ -1,11 +1,14 @@
 //! Files in a store's cache sidecar (`Backend::cache_dir`: the append
-//! checkpoints, the search indexes): their names and their writing. Both
-//! are caches: a file that cannot be written or read back is rebuilt, so
-//! writing is best effort, atomic (temp file + rename, never a half file
-//! under the final name) and private like the logs (they hold message
-//! text): 0700 directories, 0600 files.
+//! checkpoints, the search indexes): their names, their framing and their
+//! writing. Both are caches: a file that cannot be written or read back is
+//! rebuilt, so writing is best effort, atomic (temp file + rename, never a
+//! half file under the final name) and private like the logs (they hold
+//! message text): 0700 directories, 0600 files. Each file is its kind's
+//! magic line, its body and a hash of both ([`sealed`]); a file whose hash
+//! does not match, or that is longer than the store could have written, is
+//! a miss ([`unsealed`], [`read_at_most`]), never a wrong answer.
 
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
@@ -19,6 +22,58 @@ pub fn file_of(dir: &Path, kind: &str, id: &str, ext: &str) -> PathBuf {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     dir.join(kind).join(format!("{h:016x}.{ext}"))
+}
+
+/// A 64-bit hash of `bytes`, eight at a time (integrity, not security: a
+/// torn or damaged file is refused).
+fn hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = 0x243f_6a88_85a3_08d3u64 ^ (bytes.len() as u64).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        h = (h ^ w).wrapping_mul(K);
+        h ^= h >> 31;
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h ^ u64::from_le_bytes(last)).wrapping_mul(K);
+    h ^ (h >> 29)
+}
+
+/// `out` (a cache file's magic line and body) followed by its hash: the
+/// bytes of the file.
+pub fn sealed(mut out: Vec<u8>) -> Vec<u8> {
+    let h = hash(&out);
+    out.extend_from_slice(&h.to_le_bytes());
+    out
+}
+
+/// The body of a cache file's bytes (between `magic` and the hash) when
+/// they are intact: the hash matches and they start with `magic`.
+pub fn unsealed<'a>(bytes: &'a [u8], magic: &[u8]) -> Option<&'a [u8]> {
+    let (all, h) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+    if hash(all) != u64::from_le_bytes(h.try_into().ok()?) {
+        return None;
+    }
+    all.strip_prefix(magic)
+}
+
+/// The bytes of the file at `path` when it is at most `max_bytes` long
+/// (a file larger than the store could have written is a miss, not a read
+/// of gigabytes into memory).
+pub fn read_at_most(path: &Path, max_bytes: u64) -> Option<Vec<u8>> {
+    let f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    if len > max_bytes {
+        return None;
+    }
+    let mut out = Vec::with_capacity(usize::try_from(len).ok()?);
+    // It may have grown since: never past the bound.
+    f.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut out)
+        .ok()?;
+    (out.len() as u64 <= max_bytes).then_some(out)
 }
 
 /// Writes `bytes` to `path` (best effort, see the module note).
@@ -69,6 +124,34 @@ mod tests {
         assert_eq!(mode(a.parent().unwrap()), 0o700);
         // No temp file is left beside it.
         assert_eq!(std::fs::read_dir(a.parent().unwrap()).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn sealed_bytes_are_read_back_only_when_intact() {
+        let mut out = b"magic\n".to_vec();
+        out.extend_from_slice(b"body");
+        let bytes = sealed(out);
+        assert_eq!(unsealed(&bytes, b"magic\n"), Some(&b"body"[..]));
+        assert_eq!(unsealed(&bytes, b"other\n"), None);
+        for n in 0..bytes.len() {
+            assert_eq!(unsealed(&bytes[..n], b"magic\n"), None, "cut at {n}");
+        }
+        for i in 0..bytes.len() {
+            let mut flipped = bytes.clone();
+            flipped[i] ^= 0x20;
+            assert_eq!(unsealed(&flipped, b"magic\n"), None, "byte {i} changed");
+        }
+    }
+
+    #[test]
+    fn a_file_over_the_bound_is_not_read() {
+        let dir = std::env::temp_dir().join(format!("dsh-cache-bound-{}", std::process::id()));
+        let a = file_of(&dir, "k", "s", "x");
+        write_private(&a, &[7u8; 100]);
+        assert_eq!(read_at_most(&a, 100).map(|b| b.len()), Some(100));
+        assert_eq!(read_at_most(&a, 99), None);
+        assert_eq!(read_at_most(&dir.join("missing"), 100), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -155,7 +155,8 @@ impl Store {
         if let Some(d) = search_index::memory_get(revision) {
             return Ok((d, false));
         }
-        if let Some(d) = dir.and_then(|dir| search_index::load(dir, id, revision)) {
+        let max_log_bytes = self.config().backend.limits().max_log_bytes;
+        if let Some(d) = dir.and_then(|dir| search_index::load(dir, id, revision, max_log_bytes)) {
             search_index::memory_put(revision, &d);
             return Ok((d, false));
         }

@@ -9,7 +9,10 @@
 //! `<database>.dsh-persist-cache/search/` for a SQLite file; PostgreSQL and
 //! in-memory SQLite have none unless the caller names one). One file per
 //! session, named by a hash of its id; written to a temporary name and
-//! renamed, never fsynced (losing it costs a re-index).
+//! renamed, never fsynced (losing it costs a re-index). A file whose hash
+//! does not match its bytes ([`cache_files::sealed`]: a damaged block, a
+//! file cut short by a crash) or that is larger than the store's
+//! `maxLogBytes` allows is rebuilt from the log, never searched.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -48,9 +51,10 @@ impl Doc {
 /// The texts of one session at one revision.
 pub type Docs = Arc<Vec<Doc>>;
 
-// 2: strings with u64 lengths (the cache files' one byte form); a file of
-// version 1 is a miss and is rebuilt.
-const MAGIC: &[u8] = b"dsh-persist search index 2\n";
+// 2: strings with u64 lengths (the cache files' one byte form); 3: a hash
+// of the bytes at the end. A file of an older version is a miss and is
+// rebuilt.
+const MAGIC: &[u8] = b"dsh-persist search index 3\n";
 
 /// The in-memory cache bound (text bytes).
 const MEMORY_BYTES: usize = 512 << 20;
@@ -94,10 +98,16 @@ pub fn file_of(dir: &Path, id: &str) -> PathBuf {
     cache_files::file_of(dir, "search", id, "idx")
 }
 
-/// Reads the index file of `id` when it holds `revision`.
-pub fn load(dir: &Path, id: &str, revision: &Revision) -> Option<Docs> {
-    let bytes = std::fs::read(file_of(dir, id)).ok()?;
-    let mut inp = Input(bytes.strip_prefix(MAGIC)?);
+/// Reads the index file of `id` when it is intact and holds `revision`.
+/// `max_log_bytes` (the store's `maxLogBytes`) bounds the file: its texts
+/// come out of the log, and each costs at most 17 bytes besides (seq,
+/// role, length), less than the JSON around it in the log.
+pub fn load(dir: &Path, id: &str, revision: &Revision, max_log_bytes: u64) -> Option<Docs> {
+    let bytes = cache_files::read_at_most(
+        &file_of(dir, id),
+        max_log_bytes.saturating_mul(2).saturating_add(1 << 16),
+    )?;
+    let mut inp = Input(cache_files::unsealed(&bytes, MAGIC)?);
     if inp.str()? != id || inp.str()? != revision.0 {
         return None;
     }
@@ -124,5 +134,5 @@ pub fn save(dir: &Path, id: &str, revision: &Revision, docs: &[Doc]) {
         out.push(d.role.code());
         put_str(&mut out, &d.text);
     }
-    cache_files::write_private(&file_of(dir, id), &out);
+    cache_files::write_private(&file_of(dir, id), &cache_files::sealed(out));
 }
