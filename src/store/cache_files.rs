@@ -87,10 +87,15 @@ pub fn write_private(path: &Path, bytes: &[u8]) {
     {
         return;
     }
+    // Unique per write, not only per process: two stores of one process
+    // may write the same session's file at once (each then renames a
+    // whole file of its own; the last rename wins).
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let tmp = parent.join(format!(
-        ".{}.{}.tmp",
+        ".{}.{}.{}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("cache"),
-        std::process::id()
+        std::process::id(),
+        WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let ok = std::fs::OpenOptions::new()
         .write(true)
@@ -122,6 +127,40 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&a), 0o600);
         assert_eq!(mode(a.parent().unwrap()), 0o700);
+        // No temp file is left beside it.
+        assert_eq!(std::fs::read_dir(a.parent().unwrap()).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn writers_of_one_process_never_share_a_temp_file() {
+        let dir = std::env::temp_dir().join(format!("dsh-cache-race-{}", std::process::id()));
+        let a = file_of(&dir, "k", "s", "x");
+        // Eight threads write the same file, each its own content, many
+        // times: every state of the file is one writer's whole content.
+        let contents: Vec<Vec<u8>> = (0..8u8)
+            .map(|t| {
+                let len = 100_000 + 20_000 * usize::from(t);
+                sealed([b"m\n".as_slice(), &vec![t; len]].concat())
+            })
+            .collect();
+        std::thread::scope(|s| {
+            for c in &contents {
+                s.spawn(|| {
+                    for _ in 0..150 {
+                        write_private(&a, c);
+                    }
+                });
+            }
+            s.spawn(|| {
+                for _ in 0..1000 {
+                    if let Ok(bytes) = std::fs::read(&a) {
+                        assert!(contents.contains(&bytes), "a mixed file");
+                    }
+                }
+            });
+        });
+        assert!(unsealed(&std::fs::read(&a).unwrap(), b"m\n").is_some());
         // No temp file is left beside it.
         assert_eq!(std::fs::read_dir(a.parent().unwrap()).unwrap().count(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
