@@ -55,6 +55,7 @@ pub fn measure(
     }
     store.close()?;
     drop(store);
+    super::bench::settle_disk(dir)?;
     let mut list_runs = Vec::new();
     for _ in 0..runs {
         let store = Store::open(config(dir))?;

@@ -243,6 +243,7 @@ fn one_size(
         || "cold load, the RSS probe, the reopen + append probes".to_string(),
         5,
     );
+    super::bench::settle_disk(dir)?;
     let store = Store::open(kind.config(dir))?;
     let t = Instant::now();
     let view = store.load(SCALE_ID)?;
@@ -375,6 +376,7 @@ fn small_sessions(
     let wall = ms(t);
     store.close()?;
     drop(store);
+    super::bench::settle_disk(dir)?;
     let t = Instant::now();
     let store = Store::open(kind.config(dir))?;
     let listed = store.listing()?.len();
