@@ -345,9 +345,10 @@ pub(super) fn ms(t: Instant) -> f64 {
 /// MB, flushed 30 s after they were written) could run during the phase:
 /// every call that creates, extends or removes a file then waits on the
 /// filesystem journal, and SQLite creates its `-wal`/`-shm` at each open.
-/// Measured on this VM (ext4): SQLite `open + list(1000)` 0.8–0.9 ms during
-/// such a writeback against 0.36–0.38 right after a `sync`, the same
-/// database and binary. The phase is timed, not the previous phase's disk.
+/// Measured on this VM (ext4): SQLite `open + list(1000)` 0.8–0.9 ms right
+/// after a bench run, its writes not yet flushed, against 0.36 after a
+/// `sync`, the same database and binary. The phase is timed, not the
+/// previous phase's disk.
 pub(super) fn settle_disk(dir: &Path) -> Result<(), Error> {
     let d = fs::File::open(dir)
         .map_err(|e| Error::io(format!("bench: cannot open {}", dir.display()), e))?;
