@@ -20,11 +20,13 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use dsh_persist::model::event::Event;
 use dsh_persist::model::header::SessionHeader;
 use dsh_persist::store::{
-    BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
+    AppendOptions, BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
 };
 use dsh_persist::{Error, Result};
 use support::TempDir;
@@ -68,16 +70,36 @@ fn workload() -> Vec<Event> {
         .collect()
 }
 
+/// The stores' clock (the time of events a live session appends): set by
+/// the sequence before each operation, so every backend stamps alike.
+type Now = Arc<AtomicI64>;
+
+/// A store on `config` stamping events with `now`.
+fn open(config: &StoreConfig, now: &Now) -> Store {
+    let backend = dsh_persist::store::open_backend(&config.backend).unwrap();
+    let now = now.clone();
+    let clock: dsh_persist::store::coordinator::Clock =
+        Arc::new(move || now.load(Ordering::Relaxed));
+    Store::with_backend(backend, config.clone(), Some(clock))
+}
+
 /// One backend under test, with the store currently open on it.
 struct Subject {
     name: &'static str,
     config: StoreConfig,
     store: Store,
+    now: Now,
     _dir: TempDir,
     _schema: Option<support::pg::Schema>,
 }
 
-fn subjects(seed: u64) -> Vec<Subject> {
+impl Subject {
+    fn open(&self) -> Store {
+        open(&self.config, &self.now)
+    }
+}
+
+fn subjects(seed: u64, now: &Now) -> Vec<Subject> {
     let jsonl = |compression| {
         let dir = TempDir::new("differential");
         let mut c = JsonlConfig::new(dir.path().join("root"));
@@ -108,8 +130,9 @@ fn subjects(seed: u64) -> Vec<Subject> {
             config.write_batch_max_delay_ms = 5;
             Subject {
                 name,
-                store: Store::open(config.clone()).unwrap(),
+                store: open(&config, now),
                 config,
+                now: now.clone(),
                 _dir: dir,
                 _schema: schema,
             }
@@ -150,6 +173,13 @@ enum Op {
         boundary: Option<i64>,
     },
     Resume(String),
+    /// Resume, append the workload's events `from..to` through the live
+    /// session (JSON text, the clock's time), close.
+    LiveAppend {
+        id: String,
+        from: usize,
+        to: usize,
+    },
     Delete(String),
     /// Another store on the same storage reads beside the open one.
     SecondReader(String),
@@ -281,27 +311,45 @@ impl Model {
                     boundary,
                 }
             }
-            85..=88 => Op::Resume(id),
+            85..=86 => Op::Resume(id),
+            87..=88 => {
+                // From a turn start: resuming closes an open turn.
+                let cursor = known.map_or(0, |k| k.cursor);
+                let from = self.next_turn_start(cursor).min(self.workload.len() - 1);
+                let n = 1 + rng.below(40) as usize;
+                Op::LiveAppend {
+                    id,
+                    from,
+                    to: (from + n).min(self.workload.len()),
+                }
+            }
             89..=92 => Op::Delete(id),
             93..=96 => Op::SecondReader(id),
             _ => Op::Reopen,
         }
     }
 
+    /// The first workload `turn/start` at or after `i` (the end if none).
+    fn next_turn_start(&self, i: usize) -> usize {
+        let next = self.turn_starts.iter().copied().find(|&s| s >= i);
+        next.unwrap_or(self.workload.len())
+    }
+
     /// After a session's log changed in a way the model does not predict
     /// (a repair, a resume, a fork seed): `events` is what is stored now.
     fn diverged(&mut self, id: &str, events: &[Event]) {
-        let Some(k) = self.sessions.get_mut(id) else {
+        let Some(cursor) = self.sessions.get(id).map(|k| k.cursor) else {
             return;
         };
+        let next_turn_start = self.next_turn_start(cursor);
+        let k = self.sessions.get_mut(id).unwrap();
         let still_exact = k.exact == Some(events.len()) && events.len() as u64 == k.len;
         k.len = events.len() as u64;
         k.last_time = events.last().map_or(0, |e| e.time);
         if !still_exact {
             k.exact = None;
             // Continue at the next turn start of the workload.
-            let next = self.turn_starts.iter().copied().find(|&s| s >= k.cursor);
-            k.cursor = next.unwrap_or(self.workload.len());
+            k.cursor = next_turn_start;
         }
     }
 
@@ -316,19 +364,11 @@ fn header(id: &str) -> SessionHeader {
     h
 }
 
-/// Events as JSON lines; the time of `session/end-seed` (the clock's at
-/// fork or resume) left out, as it differs between backends run one after
-/// the other.
+/// Events as JSON lines.
 fn render_events(events: &[Event]) -> String {
     let mut out = String::new();
     for e in events {
-        if e.type_str() == "session/end-seed" {
-            let mut e = e.clone();
-            e.time = 0;
-            out.push_str(&e.to_json());
-        } else {
-            out.push_str(&e.to_json());
-        }
+        out.push_str(&e.to_json());
         out.push('\n');
     }
     out
@@ -454,9 +494,33 @@ fn apply(s: &mut Subject, op: &Op, model: &Model) -> (String, Option<Vec<Event>>
             }
             Err(e) => (render_err(&e), None),
         },
+        Op::LiveAppend { id, from, to } => match store.resume(id) {
+            Ok(live) => {
+                let mut out = String::from("resumed for appends\n");
+                for e in &model.workload[*from..*to] {
+                    // The workload's sourceEventSeqs name workload seqs:
+                    // kept only where the live session's seq is the same.
+                    let seqs = e.source_event_seqs().filter(|_| live.len() == e.seq);
+                    let options = AppendOptions {
+                        surface_op: e.surface_op().map(|o| o.as_str().to_string()),
+                        source_event_seqs: seqs.map(|t| serde_json::from_str(t.as_str()).unwrap()),
+                        ignorable: e.ignorable,
+                    };
+                    if let Err(err) = live.append(e.type_str(), e.data.as_str(), &options) {
+                        out.push_str(&format!("append refused: {}\n", render_err(&err)));
+                        break;
+                    }
+                }
+                let closed = live.close().map_err(|e| render_err(&e));
+                let events = live.events(0);
+                out.push_str(&format!("{}close {closed:?}", render_events(&events)));
+                (out, Some(events))
+            }
+            Err(e) => (render_err(&e), None),
+        },
         Op::Delete(id) => (render(store.delete(id), |()| "deleted".into()), None),
         Op::SecondReader(id) => {
-            let other = Store::open(s.config.clone()).unwrap();
+            let other = s.open();
             let (seen, _) = events_of(other.inspect(id));
             let out = format!("second reader\n{seen}\n{}", render_list(&other));
             other.close().unwrap();
@@ -464,7 +528,7 @@ fn apply(s: &mut Subject, op: &Op, model: &Model) -> (String, Option<Vec<Event>>
         }
         Op::Reopen => {
             s.store.close().unwrap();
-            s.store = Store::open(s.config.clone()).unwrap();
+            s.store = s.open();
             ("reopened".into(), None)
         }
     }
@@ -495,14 +559,25 @@ fn learn(model: &mut Model, op: &Op, answer: &str, events: Option<Vec<Event>>) {
             }
         }
         Op::Load(id) | Op::Resume(id) if ok => model.diverged(id, &events.unwrap()),
+        Op::LiveAppend { id, to, .. } if ok => {
+            if let Some(k) = model.sessions.get_mut(id) {
+                k.cursor = k.cursor.max(*to);
+                // Continued through a live session: no longer the
+                // workload's prefix (the resume added `session/end-seed`).
+                k.exact = None;
+            }
+            model.diverged(id, &events.unwrap());
+        }
         Op::Fork { child, .. } if ok => {
             let events = events.unwrap();
+            // The seed, then `session/end-seed`: where the parent was the
+            // workload's prefix, the child continues after the seed.
             model.sessions.insert(
                 child.clone(),
                 Known {
                     len: 0,
                     exact: None,
-                    cursor: 0,
+                    cursor: events.len().saturating_sub(1),
                     last_time: 0,
                 },
             );
@@ -558,6 +633,9 @@ fn check_model(model: &Model, op: &Op, answer: &str, seed: u64, step: usize) {
 fn outcome(op: &Op, answer: &str, events: Option<&Vec<Event>>, model: &Model) -> String {
     let name = match op {
         Op::Append { as_json: true, .. } => "append_json".to_string(),
+        Op::LiveAppend { .. } if answer.contains("\nappend refused: ") => {
+            "liveappend (an append refused)".to_string()
+        }
         Op::Load(id)
             if events
                 .is_some_and(|e| Some(e.len() as u64) != model.sessions.get(id).map(|k| k.len)) =>
@@ -578,7 +656,7 @@ fn outcome(op: &Op, answer: &str, events: Option<&Vec<Event>>, model: &Model) ->
 
 /// Outcomes every run of the seeds must have produced: the sequence is no
 /// test if the generator stops reaching them.
-const MUST_SEE: [&str; 14] = [
+const MUST_SEE: [&str; 15] = [
     "create ok",
     "append ok",
     "append_json ok",
@@ -591,6 +669,7 @@ const MUST_SEE: [&str; 14] = [
     "fork ok",
     "fork refused",
     "resume ok",
+    "liveappend ok",
     "delete ok",
     "secondreader ok",
 ];
@@ -598,8 +677,11 @@ const MUST_SEE: [&str; 14] = [
 fn run_sequence(seed: u64, workload: &[Event], seen: &mut BTreeMap<String, usize>) {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut model = Model::new(workload.to_vec());
-    let mut subjects = subjects(seed);
+    let now: Now = Arc::new(AtomicI64::new(0));
+    let mut subjects = subjects(seed, &now);
     for step in 0..OPS {
+        // Later than any workload event, a second per step.
+        now.store(1_790_000_000_000 + step as i64 * 1000, Ordering::Relaxed);
         let op = model.generate(&mut rng);
         let answers: Vec<(String, Option<Vec<Event>>)> =
             subjects.iter_mut().map(|s| apply(s, &op, &model)).collect();
@@ -628,7 +710,7 @@ fn run_sequence(seed: u64, workload: &[Event], seen: &mut BTreeMap<String, usize
         .iter()
         .map(|s| {
             s.store.close().unwrap();
-            let fresh = Store::open(s.config.clone()).unwrap();
+            let fresh = s.open();
             let mut out = render_list(&fresh);
             for id in model.sessions.keys() {
                 out.push_str(&render(fresh.inspect(id), |v| render_events(&v.events)));
