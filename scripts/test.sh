@@ -33,6 +33,9 @@ cargo test --release --features fault-injection --test fault_injection --test po
 step "cargo build --release (library, cdylib, CLI)"
 cargo build --release --all-targets
 
+step "Rust API docs build without a warning (broken or private links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps
+
 step "Rust tests (release build, reused)"
 cargo test --release
 

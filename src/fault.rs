@@ -4,7 +4,7 @@
 //! Every durable I/O call of the backends goes through one of the wrappers
 //! below (`write_all`, `sync`, `sync_dir`, `hard_link`, `remove_file`,
 //! `set_len`, `check(Op::SqliteCommit)`). Without the feature they are
-//! inlined pass-throughs. With it, a test can [`arm`] a [`Plan`]: every call
+//! inlined pass-throughs. With it, a test can `arm` a `Plan`: every call
 //! is counted (process-wide, background writer threads included), and the
 //! `fail_at`-th call fails with an injected `io::Error` instead of running
 //! (a failing `write_all` first writes half of its bytes, like a short
@@ -12,7 +12,7 @@
 //! disk that went away), so rollbacks fail as well.
 //!
 //! Armed scopes are serialized by a process-wide lock held by the
-//! [`Armed`] guard, so tests of one binary never count each other's calls
+//! `Armed` guard, so tests of one binary never count each other's calls
 //! while armed.
 
 use std::fs::File;

@@ -25,7 +25,7 @@
 //!
 //! POSIX record locks are per process, and closing *any* descriptor of the
 //! file drops them. So within one process every lock file is opened only
-//! under [`HELD`], the table of the locks this process holds: an id held
+//! under `HELD`, the table of the locks this process holds: an id held
 //! here is refused from the table (never opened a second time), and a probe
 //! of an id not held here cannot close a descriptor that carries one of our
 //! record locks.

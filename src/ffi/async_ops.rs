@@ -1,7 +1,7 @@
 //! The `_ex` forms of the calls that may touch the disk (issue 18): the
 //! same call as the synchronous export of that name, plus a cancel token
 //! (`cancel`, NULL: none) and an error object (`out_error`) that carries
-//! the failure to whichever thread reads it. Each is one [`ex_call`] around
+//! the failure to whichever thread reads it. Each is one `ex_call` around
 //! the synchronous export, so a new operation gets its `_ex` form in one
 //! function here.
 //!

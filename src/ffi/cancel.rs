@@ -2,7 +2,7 @@
 //! cancel token a host sets from any thread, and `dsh_error`, an error
 //! object a `_ex` call hands back through its `out_error` parameter, so a
 //! call made on one thread (a koffi worker, a Python executor thread) can
-//! report its failure on another. [`ex_call`] turns any synchronous export
+//! report its failure on another. `ex_call` turns any synchronous export
 //! into its `_ex` form (see `async_ops.rs`).
 
 use std::ffi::CString;

@@ -15,7 +15,7 @@
 //! forms below: `dsh_store_{load,inspect,read_from}_id_json_paged_ex`
 //! (a paged result, as `dsh_store_load_paged_ex`),
 //! `dsh_store_read_raw_id_json_ex` and `dsh_store_delete_id_json_ex`, each
-//! one [`ex_call`] around the body of its synchronous `_id_json` form.
+//! one `ex_call` around the body of its synchronous `_id_json` form.
 
 use std::borrow::Cow;
 use std::os::raw::c_char;

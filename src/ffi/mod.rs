@@ -1,8 +1,8 @@
 //! The C ABI (SPEC §11): the only module with `unsafe`.
 //!
 //! Mechanical by design: check and convert the arguments
-//! ([`args`]), call the core, convert the result ([`strings`]), and return a
-//! [`dsh_status`] ([`status`]), all inside the panic boundary ([`boundary`]).
+//! (`args`), call the core, convert the result ([`strings`]), and return a
+//! [`dsh_status`] ([`status`]), all inside the panic boundary (`boundary`).
 //! One file per handle type: [`store`], [`session`], [`plan`]. The header
 //! `include/dsh_persist.h` is generated from these files by cbindgen
 //! (`cbindgen.toml`; `tests/header.rs` keeps it fresh).

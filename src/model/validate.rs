@@ -360,7 +360,7 @@ fn session_rules_undoable(
 
 /// Everything that turning a stored log into a session checks (load,
 /// inspect, prepare; SPEC §1.8) on events that went through
-/// [`read_from_view`]: per event, [`session_rules`].
+/// [`read_from_view`]: per event, `session_rules`.
 ///
 /// Failures other than format refusals are wrapped with
 /// [`Error::failed_validation`].
@@ -433,7 +433,7 @@ impl LogState {
 
     /// Judges `batch` (whole events, in order, continuing this log) with the
     /// rules a load applies to stored events ([`read_from_view`], then
-    /// [`session_rules`], the strict trace only when `strict`). On success
+    /// `session_rules`, the strict trace only when `strict`). On success
     /// the state advances and the batch is returned as a load will see it
     /// (older shapes converted); on failure the state is unchanged and the
     /// error is an invalid argument naming the session, the event type, its

@@ -74,7 +74,7 @@ pub struct ProjectChecks {
 }
 
 impl ProjectChecks {
-    /// [`layout::check_project_dir`] of `project`, or nothing when a clean
+    /// `layout::check_project_dir` of `project`, or nothing when a clean
     /// verdict for its unchanged stamp is kept.
     pub fn check(&self, project: &Path) -> Result<()> {
         let before = Stamp::of(project);

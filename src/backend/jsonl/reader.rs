@@ -693,7 +693,7 @@ pub fn read_log(path: &Path, compression: Compression, limits: &Limits) -> Resul
 }
 
 /// [`read_log`], leaving packed-row members and plain `assistant/chunk`
-/// events (those without a message id, see [`skippable_chunk`]) with a seq
+/// events (those without a message id, see `skippable_chunk`) with a seq
 /// below `skip_below` out of the events (every line is still parsed and
 /// judged, so the outcome is otherwise the same); 0 keeps everything.
 pub fn read_log_from(
@@ -709,7 +709,7 @@ pub fn read_log_from(
 /// the log is judged instead of keeping them (`events` of the outcome is
 /// empty; `next_seq` counts them): the same lines, rules, torn tail and
 /// errors, with memory bounded by a stretch (an uncompressed block, or a
-/// run of [`FOLD_RUN_BYTES`] compressed bytes), not by the log. The file's
+/// run of `FOLD_RUN_BYTES` compressed bytes), not by the log. The file's
 /// compressed bytes are still read whole (the frame structure is checked
 /// before the frames are decoded, as a load does).
 pub fn read_log_folding(

@@ -107,7 +107,7 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
 }
 
 /// The id an escaped path segment stands for (the inverse of
-/// [`escape_id`]); `None` when `segment` is not an escaped id, or escapes
+/// `escape_id`); `None` when `segment` is not an escaped id, or escapes
 /// one that is not valid Unicode (a lone surrogate).
 pub fn unescape_id(segment: &str) -> Option<String> {
     String::from_utf16(&layout::unescape_units(segment)?).ok()

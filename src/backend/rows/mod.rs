@@ -10,10 +10,10 @@
 //! `source_event_seqs` is a varint BLOB ([`varint`]).
 //!
 //! Stored bytes are untrusted: a row's size is bounded by `maxRecordBytes`
-//! (checked before anything is copied, [`FetchBounds`], and while a BLOB
+//! (checked before anything is copied, `FetchBounds`, and while a BLOB
 //! decompresses) and counted against the read's `maxLogBytes`
 //! ([`crate::backend::limits`]); TEXT that is not valid UTF-8 is read with
-//! U+FFFD in place of each bad sequence ([`lossy_string`]), as the
+//! U+FFFD in place of each bad sequence (`lossy_string`), as the
 //! original's SQLite driver reads it (PostgreSQL stores only valid UTF-8).
 //!
 //! Files: this one (row values, encoding, decoding), [`varint`], [`scan`]
@@ -113,7 +113,7 @@ pub struct EncodedRow {
     pub source_event_seqs: Option<Vec<u8>>,
     pub surface_op: Option<String>,
     pub ignorable: Option<i64>,
-    /// What a read of this row counts against `maxLogBytes` ([`read_charge`]
+    /// What a read of this row counts against `maxLogBytes` (`read_charge`
     /// of its type and surface columns as stored and its decoded `data`):
     /// the writer adds it to the log's size count, so a store that wrote a
     /// log and one that read it count the same.

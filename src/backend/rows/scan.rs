@@ -267,7 +267,7 @@ pub type PipelinedRead<S> = (S, Vec<Event>, Option<i64>, u64);
 /// Reads and decodes a whole log (first seq 0) while it is fetched:
 /// `fetch` hands every row, in seq order, to the sink it is given, and
 /// returns what else it read (the session row), or `None` when the session
-/// is not stored. Once the first [`PIPELINE_CHUNK_ROWS`] rows arrived, a
+/// is not stored. Once the first `PIPELINE_CHUNK_ROWS` rows arrived, a
 /// second thread decodes stretches of rows while `fetch` goes on; then both
 /// decode what is left, this thread from the end. Work is shared by
 /// stretches, not halves, so a busy CPU slows the read instead of stalling
@@ -388,7 +388,7 @@ pub type FoldedRead<S> = (S, u64, Option<i64>, u64);
 
 /// The folding form of [`read_pipelined`] ([`crate::backend::Backend::read_folding`]),
 /// not pipelined (a decoding thread beside the fetch cost twice the CPU for
-/// the same time): every [`PIPELINE_CHUNK_ROWS`] rows fetched are decoded, judged and their
+/// the same time): every `PIPELINE_CHUNK_ROWS` rows fetched are decoded, judged and their
 /// intact events handed to `sink` at once, on this thread (nothing is kept:
 /// memory is a stretch of rows, not the log). The outcome is that of
 /// [`read_pipelined`]: a row past a limit fails the read wherever it is;

@@ -32,7 +32,7 @@ const SESSION_COLUMNS: &str = "id, version, created_at, cwd, parent_session, see
 /// every optional header column NULL and a valid revision: what most
 /// sessions hold), in the fifth column the incarnation of a row whose
 /// version is 0 and optional columns NULL, else `NULL`, then the revision
-/// and the rowid. Column positions match [`LIST_FROM_SQL`] up to the
+/// and the rowid. Column positions match `LIST_FROM_SQL` up to the
 /// fourth (the constant in place of `version` costs nothing per row and is
 /// never read), so a value of a wrong type is reported at the same index. The incarnation must be a UUID and the revision an
 /// integer in 0..=2^53-1 for the row to be plain: both are checked in Rust,
@@ -439,7 +439,7 @@ pub struct LogRead {
 }
 
 /// The rows a read fetched under the connection lock; decoding them
-/// ([`FetchedRows::scan_log`], [`FetchedRows::scan_suffix`]) needs no lock.
+/// ([`FetchedRows::scan_suffix`], and in tests `scan_log`) needs no lock.
 #[derive(Debug)]
 pub struct FetchedRows {
     pub session: SessionRow,
@@ -562,8 +562,8 @@ pub fn stored_suffix(
     Ok(fetched.scan_suffix(k, limits, label)?.events)
 }
 
-/// Reads and decodes a whole log (SPEC §4.3), like [`fetch_log`] followed
-/// by [`FetchedRows::scan_log`], but pipelined ([`scan::read_pipelined`]):
+/// Reads and decodes a whole log (SPEC §4.3), like the test-only `fetch_log`
+/// followed by `FetchedRows::scan_log` (its reference), but pipelined ([`scan::read_pipelined`]):
 /// a second thread decodes stretches of rows while this one fetches the
 /// rest under the connection lock (`with_conn`). The outcome is that of
 /// `scan_log`.
