@@ -7,7 +7,8 @@
 # Installs what the tests need on a new machine: pytest in a venv
 # (target/test-venv), the Node dev dependencies (bindings/node), the
 # packaging tools in target/package-venv, PostgreSQL (and the openssl tool
-# for its test certificate) from the distribution's packages. Needs ../shared beside the checkout.
+# for its test certificate) from the distribution's packages. Checks
+# formatting, clippy and the API docs too. Needs ../shared beside the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,16 @@ cargo test --release --features fault-injection --test fault_injection --test po
 
 step "cargo build --release (library, cdylib, CLI)"
 cargo build --release --all-targets
+
+step "Formatting and lints (cargo fmt --check, cargo clippy -D warnings)"
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  rustup component add rustfmt clippy || {
+    echo "error: cargo fmt and cargo clippy are needed (rustup component add rustfmt clippy)" >&2
+    exit 1
+  }
+fi
+cargo fmt --check
+cargo clippy --release --all-targets -- -D warnings
 
 step "Rust API docs build without a warning (broken or private links)"
 RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps
