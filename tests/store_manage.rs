@@ -563,6 +563,7 @@ each_backend!(
     salvage_copies_the_prefix_before_a_corrupt_middle_record,
     salvage_closes_an_open_turn,
     import_takes_a_stored_log_and_refuses_bad_lines,
+    the_store_clock_stamps_the_headers_it_makes,
 );
 
 /// A delete that crashed between moving a session into the trash and
@@ -595,5 +596,56 @@ fn jsonl_open_sweeps_what_a_crashed_delete_left_in_the_trash() {
     );
     assert!(running.exists(), "a running process's slot is left alone");
     assert_eq!(ids(&store), ["keep"]);
+    store.close().unwrap();
+}
+
+/// The store's clock (`Store::with_backend`) gives the `createdAt` of every
+/// header the store makes itself, and `prune`'s "now": a host (or a test)
+/// that sets it gets reproducible headers, as it gets reproducible events.
+fn the_store_clock_stamps_the_headers_it_makes(kind: Kind) {
+    // In 2033: later than the JSONL logs' mtimes (their "updated"), too.
+    const NOW: i64 = 2_000_000_123_456;
+    let dir = TempDir::new("manage-clock");
+    let config = kind.config(&dir);
+    let backend = dsh_persist::store::open_backend(&config.backend).unwrap();
+    let clock: dsh_persist::store::Clock = std::sync::Arc::new(|| NOW);
+    let store = Store::with_backend(backend, config, Some(clock));
+    stored(&store, "src", 2, 5);
+    let created = |id: &str| {
+        let h = store.list().unwrap().into_iter().find(|h| h.id == id);
+        h.unwrap_or_else(|| panic!("{id} is not listed")).created_at
+    };
+    store.salvage("src", "salvaged").unwrap();
+    assert_eq!(created("salvaged"), NOW as u64, "salvage");
+    let line = turn_at(1, 0, 7)
+        .iter()
+        .map(|e| e.to_json())
+        .collect::<Vec<_>>()
+        .join("\n");
+    store.import_jsonl("imported", &line).unwrap();
+    assert_eq!(created("imported"), NOW as u64, "import without a header");
+    let child = store.fork("src", Some(5), None).unwrap();
+    assert_eq!(
+        child.header().created_at,
+        NOW as u64,
+        "fork without a child header"
+    );
+    child.close().unwrap();
+    // Every session was updated more than a day before the clock's now.
+    let report = store
+        .prune(
+            &PruneOptions {
+                older_than_ms: Some(86_400_000),
+                dry_run: true,
+                ..Default::default()
+            },
+            &mut |_, _| {},
+        )
+        .unwrap();
+    assert!(
+        report.to_json().contains("\"src\""),
+        "prune measured age by the store's clock: {}",
+        report.to_json()
+    );
     store.close().unwrap();
 }

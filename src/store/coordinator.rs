@@ -254,7 +254,10 @@ impl Store {
     }
 
     /// A store over any backend (tests, fault injection, embedding), with an
-    /// optional clock for event times.
+    /// optional clock (ms since the epoch; default the system's). The clock
+    /// stamps the events live sessions append and the `createdAt` of the
+    /// headers the store makes itself (a fork without a child header,
+    /// `salvage`, an `import` without a header line) and is `prune`'s "now".
     pub fn with_backend(
         backend: Arc<dyn Backend>,
         config: StoreConfig,
@@ -1253,8 +1256,7 @@ impl Store {
             (view.header, view.events)
         };
         let prefix = seed::fork_prefix_len(&events, boundary)?;
-        let child =
-            child.unwrap_or_else(|| SessionHeader::new(new_session_id(), now_ms().max(0) as u64));
+        let child = child.unwrap_or_else(|| SessionHeader::new(new_session_id(), self.now_ms()));
         let header = seed::fork_child_header(&parent, child, prefix);
         let mut seed_events = events;
         seed_events.truncate(prefix);
@@ -1355,6 +1357,12 @@ impl Store {
 
     pub(crate) fn check_open(&self) -> Result<()> {
         self.shared.check_open()
+    }
+
+    /// The store's clock (see [`Store::with_backend`]), never before 1970:
+    /// the `createdAt` of the headers the store makes itself.
+    pub(crate) fn now_ms(&self) -> u64 {
+        (self.shared.clock)().max(0) as u64
     }
 }
 

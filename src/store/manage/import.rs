@@ -6,7 +6,7 @@
 use crate::codec::chunk_rows::Record;
 use crate::error::{Error, Result};
 use crate::model::event::Event;
-use crate::model::header::{SessionHeader, now_ms};
+use crate::model::header::SessionHeader;
 use crate::model::json::{self, write_string};
 use crate::store::Store;
 
@@ -90,7 +90,7 @@ impl Store {
         let had_header = header.is_some();
         let header = match header {
             Some(h) => super::header_like(&h, new_id, h.created_at),
-            None => SessionHeader::new(new_id, now_ms().max(0) as u64),
+            None => SessionHeader::new(new_id, self.now_ms()),
         };
         let array = format!("[{}]", items.join(","));
         let count = items.len();

@@ -6,7 +6,6 @@
 
 use crate::backend::manage::UpdatedSource;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::header::now_ms;
 use crate::model::json::write_string;
 use crate::store::Store;
 use crate::store::coordinator::Registered;
@@ -150,7 +149,7 @@ impl Store {
                 "prune needs a criterion: olderThanDays (not updated for N days) and/or keepNewest (keep the newest K)",
             ));
         }
-        let now = options.now_ms.unwrap_or_else(now_ms);
+        let now = options.now_ms.unwrap_or_else(|| self.now_ms() as i64);
         let backend = self.backend();
         let mut report = PruneReport {
             dry_run: options.dry_run,

@@ -9,7 +9,6 @@
 
 use crate::error::{Error, Result};
 use crate::model::event::Event;
-use crate::model::header::now_ms;
 use crate::model::json::{quote, write_string};
 use crate::model::repair::closers;
 use crate::model::validate::LogState;
@@ -100,7 +99,7 @@ impl Store {
             closers: closing.len(),
             stopped,
         };
-        let mut header = super::header_like(&prefix.header, new_id, now_ms().max(0) as u64);
+        let mut header = super::header_like(&prefix.header, new_id, self.now_ms());
         if header.seed_length.is_some_and(|n| n as usize > kept.len()) {
             header.seed_length = None;
         }
