@@ -25,6 +25,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use dsh_persist::model::event::{Event, KeyOrder};
 use dsh_persist::model::header::SessionHeader;
+use dsh_persist::store::catalog::search::SearchQuery;
+use dsh_persist::store::catalog::{ExportFormat, ListQuery};
 use dsh_persist::store::{
     AppendOptions, BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
 };
@@ -186,7 +188,31 @@ enum Op {
     /// Another store on the same storage reads beside the open one.
     SecondReader(String),
     Reopen,
+    /// The rich listing and one session's summary.
+    Summaries(String),
+    Search(&'static str),
+    Export(String, ExportFormat),
+    Salvage {
+        id: String,
+        new_id: String,
+    },
+    /// A header line and the workload's first `events` events as JSONL,
+    /// the last line cut in half when `cut`.
+    Import {
+        new_id: String,
+        events: usize,
+        cut: bool,
+    },
 }
+
+/// Search texts: words of the workload, one no event holds, one in a
+/// different case.
+const SEARCHES: [&str; 4] = [
+    "refactor",
+    "returns a value",
+    "no-such-text-anywhere",
+    "REQUEST",
+];
 
 /// What the model knows of one session.
 #[derive(Clone, Debug)]
@@ -264,7 +290,7 @@ impl Model {
     }
 
     fn generate(&mut self, rng: &mut Rng) -> Op {
-        let roll = rng.below(100);
+        let roll = rng.below(115);
         if self.sessions.len() < 2 || roll < 8 {
             let id = self.fresh_id("s");
             return Op::Create(id);
@@ -327,7 +353,26 @@ impl Model {
             }
             89..=92 => Op::Delete(id),
             93..=96 => Op::SecondReader(id),
-            _ => Op::Reopen,
+            97..=99 => Op::Reopen,
+            100..=102 => Op::Summaries(id),
+            103..=104 => Op::Search(SEARCHES[rng.below(4) as usize]),
+            105..=106 => {
+                let format = if rng.percent(50) {
+                    ExportFormat::Markdown
+                } else {
+                    ExportFormat::Html
+                };
+                Op::Export(id, format)
+            }
+            107..=109 => Op::Salvage {
+                id,
+                new_id: self.fresh_id("v"),
+            },
+            _ => Op::Import {
+                new_id: self.fresh_id("i"),
+                events: rng.below(300) as usize,
+                cut: rng.percent(25),
+            },
         }
     }
 
@@ -413,6 +458,22 @@ fn render_list(store: &Store) -> String {
         }
         out
     })
+}
+
+/// A summary without what depends on the storage (revision, bytes).
+fn render_summary(s: &dsh_persist::store::catalog::summary::SessionSummary) -> String {
+    format!(
+        "{} created {} updated {} events {} turns {} title {:?} first {:?} last {:?} open {}\n",
+        render_header(&s.header),
+        s.created_at,
+        s.updated_at,
+        s.event_count,
+        s.turn_count,
+        s.title,
+        s.first_prompt,
+        s.last_prompt,
+        s.open_turn
+    )
 }
 
 fn json_array(events: &[Event]) -> String {
@@ -537,6 +598,64 @@ fn apply(s: &mut Subject, op: &Op, model: &Model) -> (String, Option<Vec<Event>>
             other.close().unwrap();
             (out, None)
         }
+        Op::Summaries(id) => {
+            let all = store.list_summaries(&ListQuery::default()).map(|mut v| {
+                v.sort_by(|a, b| a.header.id.cmp(&b.header.id));
+                v.iter().map(render_summary).collect::<Vec<_>>().join("")
+            });
+            let one = store.summary(id).map(|s| s.as_ref().map(render_summary));
+            (
+                format!(
+                    "{}\none: {}",
+                    render(all, |t| t),
+                    render(one, |t| format!("{t:?}"))
+                ),
+                None,
+            )
+        }
+        Op::Search(text) => {
+            let r = store.search(&SearchQuery::new(*text), &mut |_, _| {});
+            (
+                render(r, |r| {
+                    let mut hits: Vec<String> = r
+                        .hits
+                        .iter()
+                        .map(|h| format!("{} {} {} {:?}", h.id, h.seq, h.role, h.snippet))
+                        .collect();
+                    hits.sort();
+                    format!(
+                        "{} sessions, truncated {}, skipped {:?}\n{}",
+                        r.sessions,
+                        r.truncated,
+                        r.skipped,
+                        hits.join("\n")
+                    )
+                }),
+                None,
+            )
+        }
+        Op::Export(id, format) => (render(store.export(id, *format), |t| t), None),
+        Op::Salvage { id, new_id } => (render(store.salvage(id, new_id), |r| r.to_json()), None),
+        Op::Import {
+            new_id,
+            events,
+            cut,
+        } => {
+            let mut text = header(new_id).to_jsonl_line();
+            text.push('\n');
+            for e in &model.workload[..*events] {
+                text.push_str(&e.to_json());
+                text.push('\n');
+            }
+            if *cut && *events > 0 {
+                let last = text[..text.len() - 1].rfind('\n').unwrap() + 1;
+                text.truncate(last + (text.len() - last) / 2);
+            }
+            (
+                render(store.import_jsonl(new_id, &text), |r| r.to_json()),
+                None,
+            )
+        }
         Op::Reopen => {
             s.store.close().unwrap();
             s.store = s.open();
@@ -596,6 +715,37 @@ fn learn(model: &mut Model, op: &Op, answer: &str, events: Option<Vec<Event>>) {
         }
         Op::Delete(id) if ok => {
             model.sessions.remove(id);
+        }
+        Op::Salvage { new_id, .. } if ok => {
+            // {"keptEvents":K,"closers":C,…}: K events of the source, then
+            // its closers; appends continue at the next turn start.
+            let field = |name: &str| -> usize {
+                let v: serde_json::Value = serde_json::from_str(answer).unwrap();
+                v[name].as_u64().unwrap() as usize
+            };
+            let (kept, closers) = (field("keptEvents"), field("closers"));
+            let cursor = model.next_turn_start(kept);
+            model.sessions.insert(
+                new_id.clone(),
+                Known {
+                    len: (kept + closers) as u64,
+                    exact: None,
+                    cursor,
+                    last_time: 1_790_000_000_000,
+                },
+            );
+        }
+        Op::Import { new_id, events, .. } if ok => {
+            let last_time = model.workload[..*events].last().map_or(0, |e| e.time);
+            model.sessions.insert(
+                new_id.clone(),
+                Known {
+                    len: *events as u64,
+                    exact: Some(*events),
+                    cursor: *events,
+                    last_time,
+                },
+            );
         }
         Op::Reopen => {
             // A created, never written session is only registered in the
@@ -667,7 +817,7 @@ fn outcome(op: &Op, answer: &str, events: Option<&Vec<Event>>, model: &Model) ->
 
 /// Outcomes every run of the seeds must have produced: the sequence is no
 /// test if the generator stops reaching them.
-const MUST_SEE: [&str; 15] = [
+const MUST_SEE: [&str; 21] = [
     "create ok",
     "append ok",
     "append_json ok",
@@ -683,6 +833,12 @@ const MUST_SEE: [&str; 15] = [
     "liveappend ok",
     "delete ok",
     "secondreader ok",
+    "summaries ok",
+    "search ok",
+    "export ok",
+    "salvage ok",
+    "import ok",
+    "import refused",
 ];
 
 /// Where two answers part: the lines around the first that differs.
