@@ -14,8 +14,10 @@
 //! holds exactly the workload prefix appended to it until a repair changes
 //! it, and that `list` holds exactly the sessions with events.
 //!
-//! Backends: JSONL zstd, JSONL raw, SQLite file, and PostgreSQL when
-//! `DSH_TEST_POSTGRES_URL` is set (`.ci/run` sets it).
+//! Backends: JSONL zstd, JSONL raw, JSONL zstd without packed chunk rows,
+//! SQLite in WAL and in rollback-journal (`DELETE`) mode, and, when
+//! `DSH_TEST_POSTGRES_URL` is set (`.ci/run` sets it), PostgreSQL without
+//! and with a cache directory (append checkpoints, the search index).
 
 mod support;
 
@@ -28,7 +30,8 @@ use dsh_persist::model::header::SessionHeader;
 use dsh_persist::store::catalog::search::SearchQuery;
 use dsh_persist::store::catalog::{ExportFormat, ListQuery};
 use dsh_persist::store::{
-    AppendOptions, BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
+    AppendOptions, BackendConfig, Compression, JournalMode, JsonlConfig, SqliteConfig, Store,
+    StoreConfig,
 };
 use dsh_persist::{Error, Result};
 use support::TempDir;
@@ -104,29 +107,37 @@ impl Subject {
 }
 
 fn subjects(seed: u64, now: &Now) -> Vec<Subject> {
-    let jsonl = |compression| {
+    let jsonl = |compression, pack_chunks| {
         let dir = TempDir::new("differential");
         let mut c = JsonlConfig::new(dir.path().join("root"));
         c.compression = compression;
+        c.pack_chunks = pack_chunks;
         (dir, BackendConfig::Jsonl(c), None)
     };
-    let sqlite = || {
+    let sqlite = |journal_mode| {
         let dir = TempDir::new("differential");
-        let db = dir.path().join("sessions.db").display().to_string();
-        (dir, BackendConfig::Sqlite(SqliteConfig::new(db)), None)
+        let mut c = SqliteConfig::new(dir.path().join("sessions.db").display().to_string());
+        c.journal_mode = journal_mode;
+        (dir, BackendConfig::Sqlite(c), None)
     };
+    // Each backend with its defaults, and the settings that change how it
+    // stores but must not change what it answers.
     let mut made = vec![
-        ("jsonl-zstd", jsonl(Compression::Zstd)),
-        ("jsonl-raw", jsonl(Compression::None)),
-        ("sqlite", sqlite()),
+        ("jsonl-zstd", jsonl(Compression::Zstd, true)),
+        ("jsonl-raw", jsonl(Compression::None, true)),
+        ("jsonl-zstd-unpacked", jsonl(Compression::Zstd, false)),
+        ("sqlite", sqlite(JournalMode::Wal)),
+        ("sqlite-journal-delete", sqlite(JournalMode::Delete)),
     ];
     if let Some(url) = support::pg::url(&format!("store_differential seed {seed} (postgres)")) {
-        let schema = support::pg::Schema::new(&url, "differential");
-        let backend = BackendConfig::Postgres(schema.config());
-        made.push((
-            "postgres",
-            (TempDir::new("differential"), backend, Some(schema)),
-        ));
+        for (name, cached) in [("postgres", false), ("postgres-cache-dir", true)] {
+            let schema = support::pg::Schema::new(&url, "differential");
+            let dir = TempDir::new("differential");
+            let mut c = schema.config();
+            // Append checkpoints and the search index on disk.
+            c.cache_dir = cached.then(|| dir.path().join("cache"));
+            made.push((name, (dir, BackendConfig::Postgres(c), Some(schema))));
+        }
     }
     made.into_iter()
         .map(|(name, (dir, backend, schema))| {
