@@ -171,11 +171,14 @@ enum Bad {
 #[derive(Clone, Debug)]
 enum Op {
     Create(String),
-    /// `events` at the session's next seq, typed or as JSON text.
+    /// `events` at the session's next seq, typed or as JSON text; by a
+    /// second store on the same storage (opened for it, then closed) when
+    /// `second`: the first must then see the session as that one left it.
     Append {
         id: String,
         events: Vec<Event>,
         as_json: bool,
+        second: bool,
     },
     AppendBad(String, Bad),
     Load(String),
@@ -319,6 +322,9 @@ impl Model {
                     events: self.next_events(&k, n),
                     id,
                     as_json: rng.percent(40),
+                    // A session only created is registered in the first
+                    // store alone: a second one appends to stored ones.
+                    second: k.len > 0 && rng.percent(15),
                 }
             }
             40..=47 => {
@@ -512,12 +518,18 @@ fn apply(s: &mut Subject, op: &Op, model: &Model) -> (String, Option<Vec<Event>>
             id,
             events,
             as_json,
+            second,
         } => {
+            let other = second.then(|| s.open());
+            let target = other.as_ref().unwrap_or(store);
             let r = if *as_json {
-                store.append_json(id, &json_array(events))
+                target.append_json(id, &json_array(events))
             } else {
-                store.append(id, events.clone())
+                target.append(id, events.clone())
             };
+            if let Some(other) = other {
+                other.close().unwrap();
+            }
             (render(r, |()| "appended".into()), None)
         }
         Op::AppendBad(id, bad) => {
@@ -804,6 +816,7 @@ fn check_model(model: &Model, op: &Op, answer: &str, seed: u64, step: usize) {
 /// the coverage check.
 fn outcome(op: &Op, answer: &str, events: Option<&Vec<Event>>, model: &Model) -> String {
     let name = match op {
+        Op::Append { second: true, .. } => "append (second store)".to_string(),
         Op::Append { as_json: true, .. } => "append_json".to_string(),
         Op::LiveAppend { .. } if answer.contains("\nappend refused: ") => {
             "liveappend (an append refused)".to_string()
@@ -828,10 +841,11 @@ fn outcome(op: &Op, answer: &str, events: Option<&Vec<Event>>, model: &Model) ->
 
 /// Outcomes every run of the seeds must have produced: the sequence is no
 /// test if the generator stops reaching them.
-const MUST_SEE: [&str; 21] = [
+const MUST_SEE: [&str; 22] = [
     "create ok",
     "append ok",
     "append_json ok",
+    "append (second store) ok",
     "appendbad refused",
     "load ok",
     "load (repaired) ok",
