@@ -563,10 +563,10 @@ pub fn stored_suffix(
 }
 
 /// Reads and decodes a whole log (SPEC §4.3), like the test-only `fetch_log`
-/// followed by `FetchedRows::scan_log` (its reference), but pipelined ([`scan::read_pipelined`]):
-/// a second thread decodes stretches of rows while this one fetches the
-/// rest under the connection lock (`with_conn`). The outcome is that of
-/// `scan_log`.
+/// followed by `FetchedRows::scan_log` (its reference), but pipelined
+/// ([`scan::read_pipelined`]): a second thread decodes stretches of rows
+/// while this one fetches the rest under the connection lock
+/// (`with_conn`). The outcome is that of `scan_log`.
 ///
 /// Bounded by `limits` (see [`crate::backend::limits`]): rows are checked
 /// as they are fetched and as they are decoded, and a row past a limit
