@@ -5,27 +5,12 @@
 //! whose keys came in another order reads back in the original's canonical
 //! order (it packs by key *set*, as the original does).
 
+mod support;
+
 use dsh_persist::codec::chunk_rows::{PackLimits, Record, pack};
 use dsh_persist::model::event::Event;
 use dsh_persist::model::json::{self, MAX_SAFE_INTEGER};
-
-/// xorshift64*: deterministic, seedable, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
+use support::rng::Rng;
 
 const TEXTS: [&str; 8] = [
     "",

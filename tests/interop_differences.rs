@@ -17,6 +17,7 @@ use dsh_persist::store::{
     BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
 };
 use support::TempDir;
+use support::rng::Rng;
 
 fn jsonl(dir: &Path, compression: Compression) -> Store {
     let mut c = JsonlConfig::new(dir.join("root"));
@@ -499,18 +500,6 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     }
     out.sort();
     out
-}
-
-/// xorshift64*: deterministic, seedable.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
-    }
 }
 
 /// Candidate events, valid and invalid, that a host might hand in.

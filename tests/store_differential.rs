@@ -35,6 +35,7 @@ use dsh_persist::store::{
 };
 use dsh_persist::{Error, Result};
 use support::TempDir;
+use support::rng::Rng;
 
 /// Seeds of the sequences (each runs on fresh stores);
 /// `DSH_DIFFERENTIAL_SEEDS=N` adds the seeds 1000..1000+N (a longer hunt),
@@ -44,26 +45,6 @@ const SEEDS: [u64; 6] = [1, 2, 0x5eed_cafe, 0xdead_beef_0042, 20_261_205, 77];
 const OPS: usize = 200;
 /// Workload events used: the first turns of the bench workload.
 const WORKLOAD_EVENTS: usize = 6_000;
-
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
-
-    fn percent(&mut self, p: u64) -> bool {
-        self.below(100) < p
-    }
-}
 
 fn workload() -> Vec<Event> {
     let path = support::bench_dir().join("workload-100k.jsonl.zst");

@@ -12,6 +12,7 @@ use serde_json::Value;
 pub mod conv;
 pub mod pg;
 pub mod race;
+pub mod rng;
 
 /// `../shared/fixtures/upstream`, resolved from the crate root (overridable
 /// with `DSH_FIXTURES`).
