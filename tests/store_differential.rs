@@ -723,10 +723,8 @@ fn learn(model: &mut Model, op: &Op, answer: &str, events: Option<Vec<Event>>) {
         Op::Salvage { new_id, .. } if ok => {
             // {"keptEvents":K,"closers":C,…}: K events of the source, then
             // its closers; appends continue at the next turn start.
-            let field = |name: &str| -> usize {
-                let v: serde_json::Value = serde_json::from_str(answer).unwrap();
-                v[name].as_u64().unwrap() as usize
-            };
+            let report: serde_json::Value = serde_json::from_str(answer).unwrap();
+            let field = |name: &str| report[name].as_u64().unwrap() as usize;
             let (kept, closers) = (field("keptEvents"), field("closers"));
             let cursor = model.next_turn_start(kept);
             model.sessions.insert(
