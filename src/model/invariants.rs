@@ -359,6 +359,11 @@ mod tests {
         let t = run(&events).unwrap();
         assert_eq!(t.open_turn(), Some(2));
         assert_eq!(t.open_step(), None);
+        // Mid-log: inside turn 1's second step (seq 10), then between steps.
+        let mid = run(&events[..=10]).unwrap();
+        assert_eq!((mid.open_turn(), mid.open_step()), (Some(1), Some(2)));
+        let between = run(&events[..=11]).unwrap();
+        assert_eq!((between.open_turn(), between.open_step()), (Some(1), None));
     }
 
     fn fails(events: &[Event], want: &str) {
