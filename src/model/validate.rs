@@ -358,27 +358,13 @@ fn session_rules_undoable(
     Ok(undo)
 }
 
-/// Everything that turning a stored log into a session checks (load,
-/// inspect, prepare; SPEC §1.8) on events that went through
-/// [`read_from_view`]: per event, `session_rules`.
-///
-/// Failures other than format refusals are wrapped with
-/// [`Error::failed_validation`].
-pub fn validate_session(session_id: &str, strict: bool, events: &[Event]) -> Result<()> {
-    let fail = |m: String| Error::failed_validation(session_id, m);
-    let mut surface = SurfaceState::new();
-    let mut trace = strict.then(TurnTrace::new);
-    for (i, e) in events.iter().enumerate() {
-        session_rules(&mut surface, trace.as_mut(), i, e).map_err(fail)?;
-    }
-    Ok(())
-}
-
-/// What `load` / `inspect` / `prepare` do to a stored log:
-/// [`read_from_view`] (wrapped like a validation failure, format refusals
-/// kept), [`validate_session`] (both as one pass,
-/// [`super::log_fold::fold_in_place`]), and the closers that balance it
-/// ([`closers`]; empty when the last turn is closed).
+/// What `load` / `inspect` / `prepare` do to a stored log, in one pass
+/// ([`super::log_fold::fold_in_place`]): [`read_from_view`] (wrapped like a
+/// validation failure, format refusals kept), then per event the envelope,
+/// the surface rules, the `request/header` shape and, when `strict`, the
+/// turn/step trace (failures wrapped with [`Error::failed_validation`]);
+/// and the closers that balance the log ([`closers`]; empty when the last
+/// turn is closed).
 pub fn session_view(
     session_id: &str,
     raw_log: Option<&str>,
@@ -426,7 +412,8 @@ impl LogState {
         self.len
     }
 
-    /// Whether a turn is open at the end of the log.
+    /// The turn open at the end of the log, if any (the trace is followed
+    /// in lenient mode too).
     pub fn open_turn(&self) -> Option<i64> {
         self.trace.open_turn()
     }
@@ -517,7 +504,9 @@ impl LogState {
                 }
             }
             if !strict {
-                // Kept in step for `open_turn`, not judged.
+                // Followed, not judged: the state stays the fold of the log
+                // (`LogState::fold`), which the append checkpoint keeps and
+                // a store opened strict later continues.
                 trace.advance(e);
             }
         }
@@ -632,6 +621,69 @@ mod tests {
     }
 
     #[test]
+    fn an_append_refusal_names_the_rule_as_a_load_of_that_log_would() {
+        let v = vocab();
+        let at = |seq: u64, op: &str| {
+            ev(&USER
+                .replace(r#""seq":0"#, &format!(r#""seq":{seq}"#))
+                .replace(r#""surfaceOp":"append""#, op))
+        };
+        let log = [ev(USER), at(1, r#""surfaceOp":"append""#)];
+        let batch = [
+            at(2, r#""surfaceOp":"append""#),
+            at(
+                3,
+                r#""surfaceOp":{"op":"replace","start":9,"end":9},"sourceEventSeqs":[9]"#,
+            ),
+        ];
+        let mut st = LogState::new();
+        st.check_append("s", &v, false, true, &log).unwrap();
+        let append = st.check_append("s", &v, false, true, &batch).unwrap_err();
+        let whole: Vec<Event> = log.iter().chain(&batch).cloned().collect();
+        let load = validate_all("s", None, &v, false, &whole).unwrap_err();
+        // the rule's own text (which names the event's index in the log, 3,
+        // not its index in the batch) is the same on both paths
+        let rule = |e: &Error| {
+            let t = e.to_string();
+            t[t.find("invalid seed event").expect("rule text")..].to_string()
+        };
+        assert!(
+            rule(&append).starts_with("invalid seed event at index 3:"),
+            "{append}"
+        );
+        assert_eq!(rule(&append), rule(&load));
+    }
+
+    #[test]
+    fn the_trace_is_followed_when_not_judged() {
+        let v = vocab();
+        let turn = |seq: u64, ty: &str, turn: u32| {
+            ev(&format!(
+                r#"{{"type":"{ty}","seq":{seq},"time":0,"data":{{"turn":{turn},"reason":{{"kind":"completed"}}}}}}"#
+            ))
+        };
+        for strict in [false, true] {
+            let mut st = LogState::new();
+            assert_eq!(st.open_turn(), None);
+            st.check_append("s", &v, strict, true, &[turn(0, "turn/start", 1)])
+                .unwrap();
+            assert_eq!(st.open_turn(), Some(1), "strict={strict}");
+            st.check_append("s", &v, strict, true, &[turn(1, "turn/end", 1)])
+                .unwrap();
+            assert_eq!(st.open_turn(), None, "strict={strict}");
+            st.check_append("s", &v, strict, true, &[turn(2, "turn/start", 2)])
+                .unwrap();
+            assert_eq!(st.open_turn(), Some(2), "strict={strict}");
+            let log = [
+                turn(0, "turn/start", 1),
+                turn(1, "turn/end", 1),
+                turn(2, "turn/start", 2),
+            ];
+            assert_eq!(st, LogState::fold(&log), "strict={strict}");
+        }
+    }
+
+    #[test]
     fn shape_checks() {
         assert!(check_message_shape(&ev(USER)).is_ok());
         let ok_a = format!(r#"{{"id":"a","role":"assistant","content":[],"source":{MODEL_SRC}}}"#);
@@ -693,6 +745,21 @@ mod tests {
                 ),
                 "session event at seq 1 message must have model source",
             ),
+            // each of the three model-source conditions fails alone
+            (
+                assistant(
+                    1,
+                    r#"{"id":"x","role":"assistant","content":[],"source":{"kind":"tool","provider":"p","model":"m"}}"#,
+                ),
+                "session event at seq 1 message must have model source",
+            ),
+            (
+                assistant(
+                    1,
+                    r#"{"id":"x","role":"assistant","content":[],"source":{"kind":"model","provider":"","model":"m"}}"#,
+                ),
+                "session event at seq 1 message must have model source",
+            ),
             (
                 ev(
                     r#"{"type":"user/message","seq":0,"time":0,"data":{"content":[],"source":{"kind":"user"},"role":"assistant","id":"u"},"surfaceOp":"append"}"#,
@@ -751,6 +818,13 @@ mod tests {
             r#"{"id":"r","role":"user","content":[{"type":"tool-result","toolCallId":"c","content":[]}],"source":{"kind":"tool","callId":"c"}}"#,
         );
         assert!(check_message_shape(&ok_r).is_ok());
+        // the ids are compared as strings, as the original compares them
+        // after JSON.parse: different escapes of one id are equal
+        let escaped = tool_result(
+            2,
+            r#"{"id":"r","role":"user","content":[{"type":"tool-result","toolCallId":"\u0063","content":[]}],"source":{"kind":"tool","callId":"c"}}"#,
+        );
+        assert!(check_message_shape(&escaped).is_ok());
     }
 
     #[test]
@@ -788,7 +862,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::FormatUnsupported);
         assert!(err.to_string().ends_with("(raw log: /r/x)"));
-        // the same error from validate_session is not wrapped
+        // the same refusal from session_view is not wrapped
         let err = validate_all(
             "unknown-required",
             None,
