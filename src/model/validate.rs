@@ -588,24 +588,26 @@ mod tests {
         ))
     }
 
+    /// The USER message at `seq` with the surface op `op` (JSON members).
+    fn user_at(seq: u64, op: &str) -> Event {
+        ev(&USER
+            .replace(r#""seq":0"#, &format!(r#""seq":{seq}"#))
+            .replace(r#""surfaceOp":"append""#, op))
+    }
+
     const MODEL_SRC: &str = r#"{"kind":"model","provider":"p","model":"m"}"#;
 
     #[test]
     fn a_refused_batch_leaves_the_log_state_unchanged() {
         let v = vocab();
-        let at = |seq: u64, op: &str| {
-            ev(&USER
-                .replace(r#""seq":0"#, &format!(r#""seq":{seq}"#))
-                .replace(r#""surfaceOp":"append""#, op))
-        };
         let mut st = LogState::new();
         st.check_append("s", &v, false, true, &[ev(USER)]).unwrap();
-        let good = at(1, r#""surfaceOp":"append""#);
-        let replace = at(
+        let good = user_at(1, r#""surfaceOp":"append""#);
+        let replace = user_at(
             2,
             r#""surfaceOp":{"op":"replace","start":0,"end":1},"sourceEventSeqs":[0,1]"#,
         );
-        let bad = at(
+        let bad = user_at(
             3,
             r#""surfaceOp":{"op":"replace","start":9,"end":9},"sourceEventSeqs":[9]"#,
         );
@@ -623,15 +625,10 @@ mod tests {
     #[test]
     fn an_append_refusal_names_the_rule_as_a_load_of_that_log_would() {
         let v = vocab();
-        let at = |seq: u64, op: &str| {
-            ev(&USER
-                .replace(r#""seq":0"#, &format!(r#""seq":{seq}"#))
-                .replace(r#""surfaceOp":"append""#, op))
-        };
-        let log = [ev(USER), at(1, r#""surfaceOp":"append""#)];
+        let log = [ev(USER), user_at(1, r#""surfaceOp":"append""#)];
         let batch = [
-            at(2, r#""surfaceOp":"append""#),
-            at(
+            user_at(2, r#""surfaceOp":"append""#),
+            user_at(
                 3,
                 r#""surfaceOp":{"op":"replace","start":9,"end":9},"sourceEventSeqs":[9]"#,
             ),
