@@ -161,3 +161,59 @@ pub fn fold_in_place(
     }
     fold.finish(raw_log)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(line: &str) -> Event {
+        Event::parse(line).unwrap()
+    }
+
+    /// A pre-identity log whose `tool/result` replacement inherits the id
+    /// of the message it replaces (SPEC §1.9).
+    const LEGACY: [&str; 2] = [
+        r#"{"type":"tool/result","seq":0,"time":0,"data":{"callId":"c","content":[1],"isError":false},"surfaceOp":"append"}"#,
+        r#"{"type":"tool/result","seq":1,"time":0,"data":{"callId":"c","content":[2],"isError":false},"sourceEventSeqs":[0],"surfaceOp":{"op":"replace","start":0,"end":0}}"#,
+    ];
+
+    #[test]
+    fn a_streamed_fold_inherits_message_ids_as_a_load_does() {
+        let vocab = Vocabulary::default();
+        let mut fold = LogFold::new("s", &vocab, false);
+        let mut streamed = Vec::new();
+        for line in LEGACY {
+            // each event is judged alone: the fold keeps only the ids
+            let mut e = ev(line);
+            fold.push(&mut e);
+            streamed.push(e);
+        }
+        let state = fold.finish(None).unwrap();
+        let mut loaded: Vec<Event> = LEGACY.iter().map(|l| ev(l)).collect();
+        let whole = fold_in_place("s", None, &vocab, false, true, &mut loaded).unwrap();
+        assert!(
+            streamed[1]
+                .data
+                .as_str()
+                .contains(r#""id":"legacy-message:s:0""#),
+            "{}",
+            streamed[1].data.as_str()
+        );
+        assert_eq!(streamed, loaded);
+        assert_eq!(state, whole);
+    }
+
+    #[test]
+    fn the_first_failure_of_a_log_is_the_one_reported() {
+        let vocab = Vocabulary::default();
+        let bad = |seq: u64| {
+            ev(&format!(
+                r#"{{"type":"user/message","seq":{seq},"time":0,"data":{{"content":[],"source":{{"kind":"user"}},"role":"user","id":"u{seq}"}},"surfaceOp":{{"op":"replace","start":9,"end":9}},"sourceEventSeqs":[9]}}"#
+            ))
+        };
+        let mut log = [bad(0), bad(1)];
+        let err = fold_in_place("s", None, &vocab, false, true, &mut log).unwrap_err();
+        assert!(err.to_string().contains("at index 0:"), "{err}");
+        assert!(!err.to_string().contains("at index 1"), "{err}");
+    }
+}
