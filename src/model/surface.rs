@@ -533,6 +533,20 @@ mod tests {
         );
         assert!(parse_source_event_seqs("[9007199254740992]", u64::MAX).is_err());
         assert!(parse_source_event_seqs("[12345678901234567]", u64::MAX).is_err());
+        // Longer than a u64 holds: 2^64 + 5 must not wrap round to 5.
+        for huge in [
+            "[18446744073709551621]",
+            "[100000000000000000000000000000]",
+            "[1, 2, 3, 4, 5, 6, 7, 8, 18446744073709551621]",
+        ] {
+            assert!(parse_source_event_seqs(huge, u64::MAX).is_err(), "{huge}");
+            assert_eq!(plain_seq_list(huge), None, "{huge}");
+        }
+        // Cut texts are refused, not read past their end.
+        for cut in ["", "[", "[1", "[1,", "[1 ", " [12"] {
+            assert_eq!(plain_seq_list(cut), None, "{cut:?}");
+            assert!(parse_source_event_seqs(cut, 4).is_err(), "{cut:?}");
+        }
         assert!(parse_source_event_seqs("[01]", 4).is_err());
         assert!(parse_source_event_seqs("[1,]", 4).is_err());
         assert!(parse_source_event_seqs("[1] x", 4).is_err());
@@ -540,11 +554,15 @@ mod tests {
         assert_eq!(plain_seq_list("[1.0]"), None);
         assert_eq!(plain_seq_list("[]"), Some(vec![]));
         assert_eq!(parse_source_event_seqs("[]", 0), Ok(vec![]));
-        assert!(
-            parse_source_event_seqs("[1,1]", 4)
-                .unwrap_err()
-                .contains("must not repeat")
-        );
+        // A repeat is found in any order, not only in ascending lists.
+        for repeat in ["[1,1]", "[3,1,3]", "[3,3,1]", "[2, 0, 1, 0]"] {
+            assert!(
+                parse_source_event_seqs(repeat, 4)
+                    .unwrap_err()
+                    .contains("must not repeat"),
+                "{repeat}"
+            );
+        }
         assert!(
             parse_source_event_seqs("[4]", 4)
                 .unwrap_err()
@@ -624,6 +642,26 @@ mod tests {
                 "session event \"user/message\" at seq 2: surfaceOp must be \"append\""
             )
         );
+    }
+
+    #[test]
+    fn node_at_finds_the_current_node_of_a_seq() {
+        // Feeds id inheritance for an append whose replaced node came in an
+        // earlier batch.
+        let mut st = SurfaceState::new();
+        st.apply(&user(0, "u0", r#","surfaceOp":"append""#))
+            .unwrap();
+        st.apply(&result(1, "a", r#","surfaceOp":"append""#))
+            .unwrap();
+        let (name, data) = st.node_at(1).unwrap();
+        assert_eq!(name, "tool/result");
+        assert!(data.as_str().contains(r#""text":"a""#), "{}", data.as_str());
+        assert_eq!(st.node_at(0).unwrap().0, "user/message");
+        assert!(st.node_at(2).is_none());
+        let swap = r#","surfaceOp":{"op":"replace","start":1,"end":1},"sourceEventSeqs":[1]"#;
+        st.apply(&result(2, "b", swap)).unwrap();
+        assert!(st.node_at(1).is_none(), "a replaced node is not current");
+        assert!(st.node_at(2).unwrap().1.as_str().contains(r#""text":"b""#));
     }
 
     #[test]
