@@ -694,6 +694,66 @@ fn threads_append_to_many_sessions(kind: Kind) {
     assert_eq!(store.list().unwrap().len(), 8);
 }
 
+/// Appends racing a close: each one either is acknowledged, then in the
+/// snapshot and on disk, or is refused as closed and appears nowhere.
+fn appends_racing_a_close_are_all_or_nothing(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let (_, store) = counting_store(kind, &dir, 1);
+    for round in 0..4 {
+        let id = format!("race-{round}");
+        let live = store.start(header(&id)).unwrap();
+        let acked = Arc::new(AtomicUsize::new(0));
+        let appenders: Vec<_> = (0..3)
+            .map(|t| {
+                let (live, acked) = (live.clone(), acked.clone());
+                std::thread::spawn(move || {
+                    let mut seqs = Vec::new();
+                    loop {
+                        let data = format!(r#"{{"title":"t{t}-{}"}}"#, seqs.len());
+                        match live.append("session/title", &data, &AppendOptions::default()) {
+                            Ok(seq) => {
+                                seqs.push((seq, data));
+                                acked.fetch_add(1, Ordering::SeqCst);
+                            }
+                            Err(e) => {
+                                assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+                                return seqs;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        while acked.load(Ordering::SeqCst) < 50 * (round + 1) {
+            std::thread::yield_now();
+        }
+        live.close().unwrap();
+        let mut seqs: Vec<(u64, String)> = appenders
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        seqs.sort();
+        let snapshot = live.snapshot();
+        let stored = store.load(&id).unwrap().events;
+        assert_eq!(snapshot.len(), seqs.len(), "round {round}: snapshot");
+        assert_eq!(stored.len(), seqs.len(), "round {round}: stored");
+        for (i, (seq, data)) in seqs.iter().enumerate() {
+            assert_eq!(*seq, i as u64, "round {round}: seqs are dense");
+            assert_eq!(snapshot[i].data.as_str(), data, "round {round}, seq {seq}");
+            assert_eq!(stored[i].data.as_str(), data, "round {round}, seq {seq}");
+        }
+        // The append state saved at close continues the log as stored.
+        let n = seqs.len();
+        store
+            .append_json(
+                &id,
+                &format!(r#"[{{"type":"session/title","seq":{n},"time":0,"data":{{}}}}]"#),
+            )
+            .unwrap_or_else(|e| panic!("round {round}: a cold append after the close: {e}"));
+        assert_eq!(store.load(&id).unwrap().events.len(), n + 1);
+    }
+}
+
 fn surface_rules_apply_to_live_appends(kind: Kind) {
     let dir = TempDir::new("contract");
     let store = kind.open(&dir);
@@ -762,5 +822,6 @@ contract!(
     write_failures_are_retained_and_retried,
     close_drains_everything,
     threads_append_to_many_sessions,
+    appends_racing_a_close_are_all_or_nothing,
     surface_rules_apply_to_live_appends,
 );

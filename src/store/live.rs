@@ -349,27 +349,25 @@ impl LiveSession {
         let total = self.inner.count.lock().total();
         let bound =
             limits.check_log_append(total, std::slice::from_ref(&event), self.id())? - total;
-        // The rules a load applies (one rule set), with the strict trace
-        // that every live append keeps (SPEC 1.6). One event: the state is
-        // unchanged on error. (Should the queue refuse the event below, the
-        // session is closed and its state no longer matters.)
-        log.rules.check_append(
-            self.id(),
-            &self.inner.shared.vocab,
-            true,
-            false,
-            std::slice::from_ref(&event),
-        )?;
-        // Queue before the in-memory log: a session closed meanwhile
-        // refuses the event, and it must not appear there either. Counted
-        // before it is queued (the batch writer subtracts what it writes),
-        // and uncounted when the queue refuses it.
-        self.inner.count.lock().pending += bound;
-        if let Err(e) = self.inner.ctrl.enqueue([event.clone()]) {
-            let mut count = self.inner.count.lock();
-            count.pending = count.pending.saturating_sub(bound);
-            return Err(e);
-        }
+        // Checked and queued in one step of the queue (`admit`): a session
+        // closed meanwhile refuses the event before its rules are run, so
+        // neither the rule state nor the in-memory log (pushed after) gets
+        // ahead of what was queued. The rules are those a load applies (one
+        // rule set), with the strict trace every live append keeps (SPEC
+        // 1.6); one event, so the state is unchanged when they refuse it.
+        // Counted when queued; the batch writer subtracts what it writes.
+        let rules = &mut log.rules;
+        self.inner.ctrl.admit(|| {
+            rules.check_append(
+                self.id(),
+                &self.inner.shared.vocab,
+                true,
+                false,
+                std::slice::from_ref(&event),
+            )?;
+            self.inner.count.lock().pending += bound;
+            Ok([event.clone()])
+        })?;
         log.events.push(event);
         Ok(seq)
     }

@@ -82,12 +82,27 @@ impl WriteController {
         *self.on_error.lock() = cb;
     }
 
-    /// Queues events (already committed in memory). Never touches the disk.
+    /// Queues events. Never touches the disk.
     pub fn enqueue(&self, events: impl IntoIterator<Item = Event>) -> Result<()> {
+        self.admit(|| Ok(events))
+    }
+
+    /// Queues the events `decide` returns, deciding under the queue's lock:
+    /// a closed queue refuses before `decide` runs, and a close cannot come
+    /// between the two. So whatever `decide` commits (the live session's
+    /// rule state) is committed exactly when its events are queued: a
+    /// refused append leaves no trace for the next append, or for the
+    /// append state saved at close, to trip on. `decide` must not block (it
+    /// runs the rule checks of one append); an error from it queues nothing.
+    pub fn admit<I: IntoIterator<Item = Event>>(
+        &self,
+        decide: impl FnOnce() -> Result<I>,
+    ) -> Result<()> {
         let mut st = self.state.lock();
         if st.closed {
             return Err(Error::Closed("the live session is closed".into()));
         }
+        let events = decide()?;
         let before = st.pending.len();
         st.pending.extend(events);
         if st.pending.len() == before {
@@ -428,6 +443,30 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    #[test]
+    fn admit_decides_under_the_queue_and_a_closed_queue_runs_nothing() {
+        let (sink, c) = controller(60_000);
+        let e = c
+            .admit(|| -> Result<[Event; 1]> { Err(Error::invalid("refused (test)")) })
+            .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        assert_eq!(c.pending_len(), 0, "a refusal queues nothing");
+        c.admit(|| Ok([ev(0)])).unwrap();
+        assert_eq!(c.pending_len(), 1);
+        c.close().unwrap();
+        assert_eq!(*sink.batches.lock(), vec![vec![0]]);
+        let mut ran = false;
+        let e = c
+            .admit(|| {
+                ran = true;
+                Ok([ev(1)])
+            })
+            .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Closed);
+        assert!(!ran, "a closed queue refuses before deciding");
+        assert_eq!(c.pending_len(), 0);
     }
 
     #[test]
