@@ -754,6 +754,63 @@ fn appends_racing_a_close_are_all_or_nothing(kind: Kind) {
     }
 }
 
+/// Forks racing the store's close: each one either returns a live session
+/// whose seed (and end-seed marker) `close` made durable, or is refused as
+/// closed with nothing stored.
+fn forks_racing_a_store_close_are_drained_or_refused(kind: Kind) {
+    for round in 0..4 {
+        let dir = TempDir::new("contract");
+        let store = kind.open(&dir);
+        let source = store.start(header("source")).unwrap();
+        let seed_len = complete_turn(&source, 1);
+        source.close().unwrap();
+        let started = Arc::new(AtomicUsize::new(0));
+        let forker = {
+            let (store, started) = (store.clone(), started.clone());
+            std::thread::spawn(move || {
+                let mut outcomes = Vec::new();
+                for i in 0.. {
+                    let id = format!("fork-{i}");
+                    let result = store.fork("source", None, Some(header(&id)));
+                    started.fetch_add(1, Ordering::SeqCst);
+                    match result {
+                        Ok(live) => outcomes.push((id, Some(live))),
+                        Err(e) => {
+                            assert_eq!(e.kind(), ErrorKind::Closed, "{id}: {e}");
+                            outcomes.push((id, None));
+                            return outcomes;
+                        }
+                    }
+                }
+                unreachable!()
+            })
+        };
+        while started.load(Ordering::SeqCst) < 3 + round {
+            std::thread::yield_now();
+        }
+        store.close().unwrap();
+        let outcomes = forker.join().unwrap();
+        // Read before the live handles go (dropping one drains it too).
+        if let Some(other) = kind.reopen(&dir) {
+            for (id, live) in &outcomes {
+                match (live, other.load(id)) {
+                    (Some(_), Ok(view)) => assert_eq!(
+                        view.events.len(),
+                        seed_len + 1,
+                        "round {round}: {id}: its seed and marker"
+                    ),
+                    (Some(_), Err(e)) => {
+                        panic!("round {round}: {id} was started but not drained by close: {e}")
+                    }
+                    (None, Ok(_)) => panic!("round {round}: {id} was refused but stored"),
+                    (None, Err(e)) => assert_eq!(e.kind(), ErrorKind::NotFound, "{id}: {e}"),
+                }
+            }
+        }
+        drop(outcomes);
+    }
+}
+
 fn surface_rules_apply_to_live_appends(kind: Kind) {
     let dir = TempDir::new("contract");
     let store = kind.open(&dir);
@@ -823,5 +880,6 @@ contract!(
     close_drains_everything,
     threads_append_to_many_sessions,
     appends_racing_a_close_are_all_or_nothing,
+    forks_racing_a_store_close_are_drained_or_refused,
     surface_rules_apply_to_live_appends,
 );

@@ -1164,15 +1164,39 @@ impl Store {
             Vec::new(),
             prepared.writer.take(),
         )?;
-        {
-            let mut reg = self.shared.registry.lock();
-            reg.reserved.remove(&id);
-            reg.live.insert(id, Arc::downgrade(live.inner()));
-        }
         prepared.published = true;
-        if marker {
-            live.append_end_seed()?;
+        self.go_live(live, marker, true)
+    }
+
+    /// Makes a new live session (its writes held) visible: the end-seed
+    /// marker first when `marker`, then registration, unless the store was
+    /// closed meanwhile. That check runs under the registry lock, which
+    /// `close` takes to collect the sessions it drains, so a session is
+    /// either drained by that close or refused here. `reserved`: the id
+    /// was reserved by `prepare`, and is released either way. A refused
+    /// session is abandoned: nothing of it is written.
+    fn go_live(&self, live: LiveSession, marker: bool, reserved: bool) -> Result<LiveSession> {
+        let id = live.id().to_string();
+        let registered = (|| {
+            if marker {
+                live.append_end_seed()?;
+            }
+            let mut reg = self.shared.registry.lock();
+            if reserved {
+                reg.reserved.remove(&id);
+            }
+            self.shared.check_open()?;
+            reg.live.insert(id.clone(), Arc::downgrade(live.inner()));
+            Ok(())
+        })();
+        if let Err(e) = registered {
+            if reserved {
+                self.shared.registry.lock().reserved.remove(&id);
+            }
+            live.abandon();
+            return Err(e);
         }
+        live.release_writes();
         Ok(live)
     }
 
@@ -1217,15 +1241,7 @@ impl Store {
             seed_events,
             Some(writer),
         )?;
-        self.shared
-            .registry
-            .lock()
-            .live
-            .insert(id, Arc::downgrade(live.inner()));
-        if marker {
-            live.append_end_seed()?;
-        }
-        Ok(live)
+        self.go_live(live, marker, false)
     }
 
     /// SPEC §1.7 fork: a new live session seeded with the prefix of

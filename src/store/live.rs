@@ -226,7 +226,9 @@ impl LiveSession {
             writer: writer.clone(),
             count: count.clone(),
         };
-        let ctrl = WriteController::new(
+        // Held until the store publishes the session (`release_writes`):
+        // a session refused at publication is abandoned with nothing written.
+        let ctrl = WriteController::new_held(
             Box::new(sink),
             Duration::from_millis(shared.config.write_batch_max_delay_ms),
             shared.scheduler.clone(),
@@ -370,6 +372,12 @@ impl LiveSession {
         })?;
         log.events.push(event);
         Ok(seq)
+    }
+
+    /// Lets the write queue write by itself (a new session's is held until
+    /// the store has published it).
+    pub(crate) fn release_writes(&self) {
+        self.inner.ctrl.release();
     }
 
     /// Appends the `session/end-seed` marker that ends a seed (SPEC §1.7).

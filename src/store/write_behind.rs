@@ -46,6 +46,9 @@ struct State {
     deadline: Option<Instant>,
     writing: bool,
     paused: bool,
+    /// Set from [`WriteController::new_held`] until [`WriteController::release`]:
+    /// events queue, but no deadline is armed (flush and close still write).
+    held: bool,
     closed: bool,
     error: Option<Error>,
     error_reported: bool,
@@ -66,8 +69,34 @@ pub struct WriteController {
 
 impl WriteController {
     pub fn new(sink: Box<dyn BatchSink>, delay: Duration, scheduler: Arc<Scheduler>) -> Arc<Self> {
+        Self::with_state(sink, delay, scheduler, State::default())
+    }
+
+    /// A controller that writes nothing by itself until [`release`]d: a new
+    /// live session queues its seed before it is published, and a session
+    /// refused at publication (then discarded) must leave nothing written.
+    ///
+    /// [`release`]: WriteController::release
+    pub fn new_held(
+        sink: Box<dyn BatchSink>,
+        delay: Duration,
+        scheduler: Arc<Scheduler>,
+    ) -> Arc<Self> {
+        let state = State {
+            held: true,
+            ..State::default()
+        };
+        Self::with_state(sink, delay, scheduler, state)
+    }
+
+    fn with_state(
+        sink: Box<dyn BatchSink>,
+        delay: Duration,
+        scheduler: Arc<Scheduler>,
+        state: State,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me| WriteController {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(state),
             done: Condvar::new(),
             delay,
             sink,
@@ -110,12 +139,33 @@ impl WriteController {
         }
         if st.paused || st.deadline.is_none() {
             st.paused = false;
-            let at = Instant::now() + self.delay;
-            st.deadline = Some(at);
-            drop(st);
-            self.scheduler.schedule(at, self.me.clone());
+            self.arm(st);
         }
         Ok(())
+    }
+
+    /// Arms the deadline of the pending events (not while held).
+    fn arm(&self, mut st: parking_lot::MutexGuard<'_, State>) {
+        if st.held {
+            return;
+        }
+        let at = Instant::now() + self.delay;
+        st.deadline = Some(at);
+        drop(st);
+        self.scheduler.schedule(at, self.me.clone());
+    }
+
+    /// Ends the hold of [`WriteController::new_held`]: events queued
+    /// meanwhile get their deadline now.
+    pub fn release(&self) {
+        let mut st = self.state.lock();
+        if !st.held {
+            return;
+        }
+        st.held = false;
+        if !st.closed && !st.pending.is_empty() && st.deadline.is_none() {
+            self.arm(st);
+        }
     }
 
     /// Writes until nothing is pending (events arriving meanwhile included).
@@ -467,6 +517,37 @@ mod tests {
         assert_eq!(e.kind(), crate::ErrorKind::Closed);
         assert!(!ran, "a closed queue refuses before deciding");
         assert_eq!(c.pending_len(), 0);
+    }
+
+    #[test]
+    fn a_held_queue_writes_only_after_release_or_when_flushed() {
+        let sink = Arc::new(Sink::default());
+        let held = |sink: &Arc<Sink>| {
+            WriteController::new_held(
+                Box::new(sink.clone()),
+                Duration::from_millis(0),
+                Scheduler::start(),
+            )
+        };
+        let c = held(&sink);
+        c.enqueue([ev(0), ev(1)]).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(sink.batches.lock().is_empty(), "no deadline while held");
+        c.release();
+        wait_for(|| !sink.batches.lock().is_empty());
+        assert_eq!(*sink.batches.lock(), vec![vec![0, 1]]);
+        // Held, a flush still writes; discarded, nothing is written.
+        let (sink2, sink3) = (Arc::new(Sink::default()), Arc::new(Sink::default()));
+        let c = held(&sink2);
+        c.enqueue([ev(0)]).unwrap();
+        c.flush().unwrap();
+        assert_eq!(*sink2.batches.lock(), vec![vec![0]]);
+        let c = held(&sink3);
+        c.enqueue([ev(0)]).unwrap();
+        assert_eq!(c.discard(), 1);
+        c.release();
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(sink3.batches.lock().is_empty());
     }
 
     #[test]
