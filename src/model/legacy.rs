@@ -665,6 +665,89 @@ mod tests {
     }
 
     #[test]
+    fn a_user_message_converts_only_in_the_whole_pre_identity_shape() {
+        // Each condition of the shape alone keeps the record as it is.
+        for same in [
+            r#"{"content":[]}"#,
+            r#"{"source":{"kind":"user"}}"#,
+            r#"{"content":[],"source":{"kind":"user"},"id":"u"}"#,
+            r#"{"content":[],"source":{"kind":"user"},"role":"user"}"#,
+            r#"{"content":[],"source":{"kind":"user"},"message":{"id":"u"}}"#,
+        ] {
+            assert_eq!(
+                data_after(&format!(
+                    r#"{{"type":"user/message","seq":2,"time":0,"data":{same}}}"#
+                )),
+                same
+            );
+        }
+    }
+
+    #[test]
+    fn message_ids_are_read_where_each_type_keeps_them() {
+        assert_eq!(
+            message_id_of("user/message", r#"{"id":"u1","role":"user"}"#).as_deref(),
+            Some(r#""u1""#)
+        );
+        assert_eq!(
+            message_id_of("assistant/message", r#"{"message":{"id":"a1"}}"#).as_deref(),
+            Some(r#""a1""#)
+        );
+        assert_eq!(
+            message_id_of("user/message", r#"{"message":{"id":"x"}}"#),
+            None
+        );
+        assert_eq!(message_id_of("assistant/message", r#"{"id":"x"}"#), None);
+        assert_eq!(message_id_of("user/message", r#"{"id":7}"#), None);
+    }
+
+    #[test]
+    fn malformed_error_reasons_and_steering_records_are_refused_field_by_field() {
+        // Each one breaks one condition of an otherwise convertible shape.
+        for (kind, bad) in [
+            (
+                "turn/end",
+                r#"{"turn":2,"reason":{"kind":"error","step":0,"failure":{"message":"m","code":"c","extra":1}}}"#,
+            ),
+            (
+                "turn/end",
+                r#"{"turn":2,"reason":{"kind":"error","step":0,"failure":{"message":1,"code":"c"}}}"#,
+            ),
+            (
+                "turn/end",
+                r#"{"turn":2,"reason":{"kind":"error","step":0,"failure":{"message":"m","code":1}}}"#,
+            ),
+            (
+                "turn/end",
+                r#"{"turn":2,"reason":{"kind":"error","step":0,"message":1}}"#,
+            ),
+            (
+                "steering/message",
+                r#"{"turn":"1","message":{"id":"m","role":"user"}}"#,
+            ),
+            (
+                "steering/message",
+                r#"{"turn":1,"message":{"id":"m","role":"user"},"extra":1}"#,
+            ),
+        ] {
+            let err = convert_one(&format!(
+                r#"{{"type":"{kind}","seq":4,"time":0,"data":{bad}}}"#
+            ))
+            .unwrap_err();
+            let what = if kind == "turn/end" {
+                "pre-react-loop turn/end"
+            } else {
+                "pre-react-loop steering/message"
+            };
+            assert_eq!(
+                err.to_string(),
+                format!("session \"s\" contains malformed {what} at seq 4"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn ids_are_escaped() {
         let mut v = vec![ev(
             r#"{"type":"user/message","seq":2,"time":0,"data":{"content":[],"source":{"kind":"user"}}}"#,
