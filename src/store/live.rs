@@ -228,7 +228,7 @@ impl LiveSession {
         };
         // Held until the store publishes the session (`release_writes`):
         // a session refused at publication is abandoned with nothing written.
-        let ctrl = WriteController::new_held(
+        let ctrl = WriteController::new(
             Box::new(sink),
             Duration::from_millis(shared.config.write_batch_max_delay_ms),
             shared.scheduler.clone(),

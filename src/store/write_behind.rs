@@ -14,7 +14,10 @@
 //! - a failed background write keeps its events at the front of the queue,
 //!   records the error (retrievable, reported once through the callback) and
 //!   pauses automatic retry until the next append; `flush()` and `close()`
-//!   retry at once.
+//!   retry at once;
+//! - a new controller is held: it arms no deadline until `release` (the
+//!   store releases a live session's once it has published the session);
+//!   `flush()` and `close()` write regardless.
 //!
 //! One [`Scheduler`] thread per store drives the deadlines.
 
@@ -46,7 +49,7 @@ struct State {
     deadline: Option<Instant>,
     writing: bool,
     paused: bool,
-    /// Set from [`WriteController::new_held`] until [`WriteController::release`]:
+    /// From [`WriteController::new`] until [`WriteController::release`]:
     /// events queue, but no deadline is armed (flush and close still write).
     held: bool,
     closed: bool,
@@ -68,33 +71,17 @@ pub struct WriteController {
 }
 
 impl WriteController {
-    pub fn new(sink: Box<dyn BatchSink>, delay: Duration, scheduler: Arc<Scheduler>) -> Arc<Self> {
-        Self::with_state(sink, delay, scheduler, State::default())
-    }
-
-    /// A controller that writes nothing by itself until [`release`]d: a new
-    /// live session queues its seed before it is published, and a session
-    /// refused at publication (then discarded) must leave nothing written.
+    /// A controller that writes nothing by itself until [`release`]d (a
+    /// flush or close still writes): a new live session queues its seed
+    /// before it is published, and a session refused at publication (then
+    /// discarded) must leave nothing written.
     ///
     /// [`release`]: WriteController::release
-    pub fn new_held(
-        sink: Box<dyn BatchSink>,
-        delay: Duration,
-        scheduler: Arc<Scheduler>,
-    ) -> Arc<Self> {
+    pub fn new(sink: Box<dyn BatchSink>, delay: Duration, scheduler: Arc<Scheduler>) -> Arc<Self> {
         let state = State {
             held: true,
             ..State::default()
         };
-        Self::with_state(sink, delay, scheduler, state)
-    }
-
-    fn with_state(
-        sink: Box<dyn BatchSink>,
-        delay: Duration,
-        scheduler: Arc<Scheduler>,
-        state: State,
-    ) -> Arc<Self> {
         Arc::new_cyclic(|me| WriteController {
             state: Mutex::new(state),
             done: Condvar::new(),
@@ -155,7 +142,7 @@ impl WriteController {
         self.scheduler.schedule(at, self.me.clone());
     }
 
-    /// Ends the hold of [`WriteController::new_held`]: events queued
+    /// Ends the hold of [`WriteController::new`]: events queued
     /// meanwhile get their deadline now.
     pub fn release(&self) {
         let mut st = self.state.lock();
@@ -481,6 +468,7 @@ mod tests {
             Duration::from_millis(delay_ms),
             Scheduler::start(),
         );
+        c.release();
         (sink, c)
     }
 
@@ -523,7 +511,7 @@ mod tests {
     fn a_held_queue_writes_only_after_release_or_when_flushed() {
         let sink = Arc::new(Sink::default());
         let held = |sink: &Arc<Sink>| {
-            WriteController::new_held(
+            WriteController::new(
                 Box::new(sink.clone()),
                 Duration::from_millis(0),
                 Scheduler::start(),
