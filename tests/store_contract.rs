@@ -14,8 +14,8 @@ use dsh_persist::backend::{
 use dsh_persist::model::event::Event;
 use dsh_persist::model::header::{HeaderSource, SessionHeader};
 use dsh_persist::store::{
-    AppendOptions, BackendConfig, Compression, JsonlConfig, PostgresConfig, SqliteConfig, Store,
-    StoreConfig,
+    AppendOptions, BackendConfig, Compression, JsonlConfig, PostgresConfig, PruneOptions,
+    SqliteConfig, Store, StoreConfig,
 };
 use dsh_persist::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
@@ -811,6 +811,192 @@ fn forks_racing_a_store_close_are_drained_or_refused(kind: Kind) {
     }
 }
 
+/// A stored session of one `session/title` event (seq 0), written cold.
+fn stored_title_session(store: &Store, id: &str) {
+    store.create(header(id)).unwrap();
+    store.append(id, vec![title_event(0)]).unwrap();
+}
+
+fn title_event(seq: u64) -> Event {
+    ev(&format!(
+        r#"{{"type":"session/title","seq":{seq},"time":{seq},"data":{{"title":"t{seq}"}}}}"#
+    ))
+}
+
+/// Runs `op(i)` for i = 0, 1, … until it is refused as closed (any other
+/// error fails the test) or `limit` is reached; `done` counts the
+/// successes as they happen. Returns the indices that succeeded.
+fn until_closed(
+    limit: usize,
+    done: Arc<AtomicUsize>,
+    what: &'static str,
+    op: impl Fn(usize) -> Result<()> + Send + 'static,
+) -> std::thread::JoinHandle<Vec<usize>> {
+    std::thread::spawn(move || {
+        let mut ok = Vec::new();
+        for i in 0..limit {
+            match op(i) {
+                Ok(()) => {
+                    ok.push(i);
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+                Err(e) => {
+                    assert_eq!(e.kind(), ErrorKind::Closed, "{what} {i}: {e}");
+                    break;
+                }
+            }
+        }
+        done.fetch_add(limit, Ordering::SeqCst); // never leave the closer waiting
+        ok
+    })
+}
+
+/// Cold appends, deletes and salvages racing the store's close: each one
+/// either took effect (and a second store sees it) or was refused as closed
+/// and changed nothing.
+fn management_racing_a_store_close_is_done_or_refused(kind: Kind) {
+    const DELETABLE: usize = 40;
+    for round in 0..3 {
+        let dir = TempDir::new("contract");
+        let store = kind.open(&dir);
+        let source = store.start(header("source")).unwrap();
+        let source_len = complete_turn(&source, 1);
+        source.close().unwrap();
+        stored_title_session(&store, "cold");
+        for i in 0..DELETABLE {
+            stored_title_session(&store, &format!("del-{i}"));
+        }
+        let counters: Vec<Arc<AtomicUsize>> = (0..3).map(|_| Arc::default()).collect();
+        let appender = {
+            let store = store.clone();
+            until_closed(100_000, counters[0].clone(), "cold append", move |i| {
+                store.append("cold", vec![title_event(i as u64 + 1)])
+            })
+        };
+        let deleter = {
+            let store = store.clone();
+            until_closed(DELETABLE, counters[1].clone(), "delete", move |i| {
+                store.delete(&format!("del-{i}"))
+            })
+        };
+        let salvager = {
+            let store = store.clone();
+            until_closed(100_000, counters[2].clone(), "salvage", move |i| {
+                store.salvage("source", &format!("salv-{i}")).map(|r| {
+                    assert_eq!(r.kept_events, source_len);
+                })
+            })
+        };
+        while counters
+            .iter()
+            .any(|c| c.load(Ordering::SeqCst) < 2 + 3 * round)
+        {
+            std::thread::yield_now();
+        }
+        store.close().unwrap();
+        let appended = appender.join().unwrap();
+        let deleted = deleter.join().unwrap();
+        let salvaged = salvager.join().unwrap();
+        let Some(other) = kind.reopen(&dir) else {
+            continue;
+        };
+        let cold = other.load("cold").unwrap().events;
+        assert_eq!(
+            cold.len(),
+            appended.len() + 1,
+            "round {round}: acknowledged cold appends"
+        );
+        // The next append continues the log as stored.
+        other
+            .append("cold", vec![title_event(cold.len() as u64)])
+            .unwrap_or_else(|e| panic!("round {round}: appending after the close: {e}"));
+        for i in 0..DELETABLE {
+            let id = format!("del-{i}");
+            match other.load(&id) {
+                Ok(view) => {
+                    assert!(
+                        !deleted.contains(&i),
+                        "round {round}: {id} deleted but stored"
+                    );
+                    assert_eq!(view.events.len(), 1, "round {round}: {id}");
+                }
+                Err(e) => {
+                    assert_eq!(e.kind(), ErrorKind::NotFound, "{id}: {e}");
+                    assert!(deleted.contains(&i), "round {round}: {id} lost");
+                }
+            }
+        }
+        for i in 0..=salvaged.len() {
+            let id = format!("salv-{i}");
+            match other.load(&id) {
+                Ok(view) => {
+                    assert!(i < salvaged.len(), "round {round}: {id} refused but stored");
+                    assert_eq!(view.events.len(), source_len, "round {round}: {id}");
+                }
+                Err(e) => {
+                    assert_eq!(e.kind(), ErrorKind::NotFound, "{id}: {e}");
+                    assert!(i == salvaged.len(), "round {round}: {id} lost");
+                }
+            }
+        }
+        other.close().unwrap();
+    }
+}
+
+/// A prune the store's close interrupts: what it reports deleted is gone,
+/// every other session is intact, and what it could not delete is reported
+/// failed as closed.
+fn prune_interrupted_by_a_store_close_reports_what_it_did(kind: Kind) {
+    const SESSIONS: usize = 30;
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    for i in 0..SESSIONS {
+        stored_title_session(&store, &format!("old-{i:02}"));
+    }
+    let progressed = Arc::new(AtomicUsize::new(0));
+    let pruner = {
+        let (store, progressed) = (store.clone(), progressed.clone());
+        std::thread::spawn(move || {
+            let options = PruneOptions {
+                keep_newest: Some(0),
+                ..PruneOptions::default()
+            };
+            store.prune(&options, &mut |done, _| {
+                progressed.store(done, Ordering::SeqCst);
+            })
+        })
+    };
+    while progressed.load(Ordering::SeqCst) < 5 {
+        std::thread::yield_now();
+    }
+    store.close().unwrap();
+    let report = pruner.join().unwrap().unwrap();
+    assert!(report.busy.is_empty(), "{:?}", report.busy);
+    for (id, why) in &report.failed {
+        assert!(why.contains("closed"), "{id}: {why}");
+    }
+    assert!(report.deleted.len() >= 5);
+    assert_eq!(report.deleted.len() + report.failed.len(), SESSIONS);
+    let Some(other) = kind.reopen(&dir) else {
+        return;
+    };
+    let gone: Vec<&str> = report.deleted.iter().map(|s| s.id.as_str()).collect();
+    for i in 0..SESSIONS {
+        let id = format!("old-{i:02}");
+        match other.load(&id) {
+            Ok(view) => {
+                assert!(!gone.contains(&id.as_str()), "{id} reported deleted");
+                assert_eq!(view.events.len(), 1, "{id}");
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::NotFound, "{id}: {e}");
+                assert!(gone.contains(&id.as_str()), "{id} lost");
+            }
+        }
+    }
+    other.close().unwrap();
+}
+
 fn surface_rules_apply_to_live_appends(kind: Kind) {
     let dir = TempDir::new("contract");
     let store = kind.open(&dir);
@@ -881,5 +1067,7 @@ contract!(
     threads_append_to_many_sessions,
     appends_racing_a_close_are_all_or_nothing,
     forks_racing_a_store_close_are_drained_or_refused,
+    management_racing_a_store_close_is_done_or_refused,
+    prune_interrupted_by_a_store_close_reports_what_it_did,
     surface_rules_apply_to_live_appends,
 );
