@@ -1260,10 +1260,146 @@ mod tests {
                 r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":"1","step":1,"index":0,"dt":[1],"texts":["a","b"]}}"#,
                 "malformed",
             ),
+            // `id` and `name` belong to tool-call rows only.
+            (
+                r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"id":"c1","dt":[1],"texts":["a","b"]}}"#,
+                "unexpected key \"id\"",
+            ),
+            (
+                r#"{"type":"reasoning-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"name":"bash","dt":[1],"texts":["a","b"]}}"#,
+                "unexpected key \"name\"",
+            ),
         ];
         for (line, want) in cases {
             let e = Record::parse_line(line).unwrap_err();
             assert!(e.0.contains(want), "{line}: {e}");
+        }
+    }
+
+    /// A row from a SQLite column reaches `from_parts` without the line
+    /// parser's checks: its own bounds are exact at the safe-integer limit.
+    #[test]
+    fn row_parts_are_bounded_at_the_safe_integer_limit() {
+        const MAX: u64 = MAX_SAFE_INTEGER as u64;
+        let one = r#"{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}"#;
+        let row = PackedRow::from_parts("text-chunks", MAX, 0, one).unwrap();
+        assert_eq!(row.seq0(), MAX);
+        let e = PackedRow::from_parts("text-chunks", MAX + 1, 0, one).unwrap_err();
+        assert!(
+            e.0.contains("seq0 9007199254740992 is not a safe integer"),
+            "{e}"
+        );
+        for time0 in [MAX as i64, -(MAX as i64)] {
+            let row = PackedRow::from_parts("text-chunks", 0, time0, one).unwrap();
+            assert_eq!(row.time0(), time0);
+        }
+        for time0 in [MAX as i64 + 1, -(MAX as i64) - 1] {
+            let e = PackedRow::from_parts("text-chunks", 0, time0, one).unwrap_err();
+            assert!(e.0.contains("time0"), "{time0}: {e}");
+        }
+        let two = r#"{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a","b"]}"#;
+        PackedRow::from_parts("text-chunks", MAX - 1, 0, two).unwrap();
+        let e = PackedRow::from_parts("text-chunks", MAX, 0, two).unwrap_err();
+        assert!(e.0.contains("member seq 9007199254740992"), "{e}");
+    }
+
+    /// Rows are read through a fast path for the spelling this format
+    /// writes; a spelling that is not JSON (a leading zero) or not
+    /// canonical must still be judged as the general parser judges it.
+    #[test]
+    fn row_integers_are_read_as_json_reads_them() {
+        let row = |seq0: &str, time0: &str| {
+            format!(
+                r#"{{"type":"text-chunks","seq0":{seq0},"time0":{time0},"data":{{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b"]}}}}"#
+            )
+        };
+        for (seq0, time0) in [
+            ("05", "0"),
+            ("00", "0"),
+            ("0", "05"),
+            ("0", "-05"),
+            ("-0", "+1"),
+            // Each beside a canonical field of two digits, so that only the
+            // bad spelling can send the line off the fast path.
+            ("05", "10"),
+            ("10", "05"),
+            ("10", "-05"),
+            ("-10", "10"),
+        ] {
+            let line = row(seq0, time0);
+            assert!(Record::parse_line(&line).is_err(), "{line}");
+        }
+        for (seq0, time0, want) in [
+            ("10", "-10", (10, -10)),
+            (
+                "9007199254740990",
+                "-9007199254740991",
+                (MAX_SAFE_INTEGER as u64 - 1, -MAX_SAFE_INTEGER),
+            ),
+            (
+                "1234567890123456",
+                "1234567890123456",
+                (1_234_567_890_123_456, 1_234_567_890_123_456),
+            ),
+            ("1.0", "2.5e1", (1, 25)),
+        ] {
+            let line = row(seq0, time0);
+            match Record::parse_line(&line) {
+                Ok(Record::Packed(r)) => assert_eq!((r.seq0(), r.time0()), want, "{line}"),
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+    }
+
+    /// Why a stored line is not a record: the JSONL scan treats a later
+    /// `turn/end` without a usable seq as committed corruption, so the
+    /// type is read even when it is written with an escape.
+    #[test]
+    fn stored_lines_that_are_not_records_say_why() {
+        use StoredLineError::{NoSeq, Unparsable};
+        // The original crashes on a `null` line; this build calls it
+        // unparsable (README choices), not a line without a seq.
+        assert_eq!(Record::parse_stored_line("null"), Err(Unparsable));
+        assert_eq!(Record::parse_stored_line("{\"type\":"), Err(Unparsable));
+        let no_seq = |got: &str, turn_end: bool| {
+            Err(NoSeq {
+                got: got.into(),
+                turn_end,
+            })
+        };
+        assert_eq!(Record::parse_stored_line("[1]"), no_seq("undefined", false));
+        for (line, got, turn_end) in [
+            (
+                r#"{"type":"turn/end","seq":"x","time":0,"data":{}}"#,
+                "x",
+                true,
+            ),
+            (
+                r#"{"type":"turn\/end","seq":-1,"time":0,"data":{}}"#,
+                "-1",
+                true,
+            ),
+            (
+                r#"{"time":0,"type":"turn/end","data":{}}"#,
+                "undefined",
+                true,
+            ),
+            (
+                r#"{"type":"turn/start","seq":"x","time":0,"data":{}}"#,
+                "x",
+                false,
+            ),
+            (
+                r#"{"type":"turn\/start","seq":1.5,"time":0,"data":{}}"#,
+                "1.5",
+                false,
+            ),
+        ] {
+            assert_eq!(
+                Record::parse_stored_line(line),
+                no_seq(got, turn_end),
+                "{line}"
+            );
         }
     }
 
