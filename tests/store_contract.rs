@@ -754,16 +754,23 @@ fn appends_racing_a_close_are_all_or_nothing(kind: Kind) {
     }
 }
 
+/// A store holding the session "source" of one complete turn, and the
+/// number of its events.
+fn store_with_source(kind: Kind, dir: &TempDir) -> (Store, usize) {
+    let store = kind.open(dir);
+    let source = store.start(header("source")).unwrap();
+    let n = complete_turn(&source, 1);
+    source.close().unwrap();
+    (store, n)
+}
+
 /// Forks racing the store's close: each one either returns a live session
 /// whose seed (and end-seed marker) `close` made durable, or is refused as
 /// closed with nothing stored.
 fn forks_racing_a_store_close_are_drained_or_refused(kind: Kind) {
     for round in 0..4 {
         let dir = TempDir::new("contract");
-        let store = kind.open(&dir);
-        let source = store.start(header("source")).unwrap();
-        let seed_len = complete_turn(&source, 1);
-        source.close().unwrap();
+        let (store, seed_len) = store_with_source(kind, &dir);
         let started = Arc::new(AtomicUsize::new(0));
         let forker = {
             let (store, started) = (store.clone(), started.clone());
@@ -858,10 +865,7 @@ fn management_racing_a_store_close_is_done_or_refused(kind: Kind) {
     const DELETABLE: usize = 40;
     for round in 0..3 {
         let dir = TempDir::new("contract");
-        let store = kind.open(&dir);
-        let source = store.start(header("source")).unwrap();
-        let source_len = complete_turn(&source, 1);
-        source.close().unwrap();
+        let (store, source_len) = store_with_source(kind, &dir);
         stored_title_session(&store, "cold");
         for i in 0..DELETABLE {
             stored_title_session(&store, &format!("del-{i}"));
