@@ -724,7 +724,9 @@ fn appends_racing_a_close_are_all_or_nothing(kind: Kind) {
                 })
             })
             .collect();
-        while acked.load(Ordering::SeqCst) < 50 * (round + 1) {
+        while acked.load(Ordering::SeqCst) < 50 * (round + 1)
+            && !appenders.iter().any(|h| h.is_finished())
+        {
             std::thread::yield_now();
         }
         live.close().unwrap();
@@ -792,7 +794,7 @@ fn forks_racing_a_store_close_are_drained_or_refused(kind: Kind) {
                 unreachable!()
             })
         };
-        while started.load(Ordering::SeqCst) < 3 + round {
+        while started.load(Ordering::SeqCst) < 3 + round && !forker.is_finished() {
             std::thread::yield_now();
         }
         store.close().unwrap();
@@ -853,7 +855,6 @@ fn until_closed(
                 }
             }
         }
-        done.fetch_add(limit, Ordering::SeqCst); // never leave the closer waiting
         ok
     })
 }
@@ -891,9 +892,14 @@ fn management_racing_a_store_close_is_done_or_refused(kind: Kind) {
                 })
             })
         };
+        // Close once each has done a few (or one has stopped: a failure
+        // is then reported by its join, not hidden by a wait).
         while counters
             .iter()
             .any(|c| c.load(Ordering::SeqCst) < 2 + 3 * round)
+            && ![&appender, &deleter, &salvager]
+                .iter()
+                .any(|h| h.is_finished())
         {
             std::thread::yield_now();
         }
@@ -970,7 +976,7 @@ fn prune_interrupted_by_a_store_close_reports_what_it_did(kind: Kind) {
             })
         })
     };
-    while progressed.load(Ordering::SeqCst) < 5 {
+    while progressed.load(Ordering::SeqCst) < 5 && !pruner.is_finished() {
         std::thread::yield_now();
     }
     store.close().unwrap();
