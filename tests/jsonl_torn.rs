@@ -242,6 +242,62 @@ fn none_cut_at_every_byte_of_the_last_two_lines() {
     }
 }
 
+/// A log whose frames another encoder wrote (the `zstd` tool's one-shot
+/// encoder: a content-size field, single segment, with or without the
+/// checksum) reads as ours; a cut inside its last frame is torn at that
+/// frame's start, and the repair appends our frame after the foreign ones.
+#[test]
+fn frames_from_another_encoder_read_and_repair_as_ours() {
+    for checksum in [true, false] {
+        let tmp = TempDir::new("foreign-frames");
+        let (path, all, _) = write_log(tmp.path(), Compression::Zstd, false);
+        let ours = std::fs::read(&path).unwrap();
+        let mut compressor = zstd::bulk::Compressor::new(19).unwrap();
+        compressor
+            .set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(checksum))
+            .unwrap();
+        let mut foreign = Vec::new();
+        let mut starts = Vec::new();
+        for f in frames::scan(&ours).unwrap().frames {
+            let text = zstd::stream::decode_all(&ours[f.start as usize..f.end as usize]).unwrap();
+            starts.push(foreign.len() as u64);
+            let frame = compressor.compress(&text).unwrap();
+            assert_eq!(
+                frame[4] & 0x24,
+                0x20 | if checksum { 0x04 } else { 0 },
+                "single segment with a content size"
+            );
+            foreign.extend(frame);
+        }
+        assert_ne!(foreign, ours);
+        std::fs::write(&path, &foreign).unwrap();
+        let be = backend(tmp.path(), Compression::Zstd);
+        let log = be.read("cut").unwrap().unwrap();
+        assert_eq!(
+            (&log.events, &log.torn),
+            (&all, &None),
+            "checksum {checksum}"
+        );
+
+        // Cut inside the last frame: the two frames before it are kept.
+        let last = *starts.last().unwrap();
+        let cut = last as usize + (foreign.len() - last as usize) / 2;
+        std::fs::write(&path, &foreign[..cut]).unwrap();
+        let log = be.read("cut").unwrap().unwrap();
+        assert_eq!(log.events[..], all[..log.events.len()]);
+        assert!(log.events.len() >= 7, "checksum {checksum}");
+        match &log.torn {
+            Some(TornTail::Jsonl { truncate_to, .. }) => assert_eq!(*truncate_to, last),
+            other => panic!("checksum {checksum}: {other:?}"),
+        }
+        be.commit_repair("cut", &log, &[]).unwrap();
+        let repaired = std::fs::read(&path).unwrap();
+        assert_eq!(repaired[..last as usize], foreign[..last as usize]);
+        let again = be.read("cut").unwrap().unwrap();
+        assert_eq!((&again.events, &again.torn), (&log.events, &None));
+    }
+}
+
 #[test]
 fn flipped_bytes_in_the_last_frame_are_torn_or_corrupt_never_a_panic() {
     let tmp = TempDir::new("flip");

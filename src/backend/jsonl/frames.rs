@@ -191,6 +191,179 @@ mod tests {
         assert_eq!(first_frame(&file).unwrap().unwrap().end, a);
     }
 
+    /// One frame's blocks: zstd's own encoder with a 1 KiB window (so
+    /// blocks of at most 1 KiB), over text that makes every kind of block:
+    /// compressed (the text), raw (pseudo-random bytes) and RLE (a run of
+    /// one byte after the first block). No checksum, no content size: the
+    /// header is the 4-byte magic, the descriptor and the window byte.
+    fn blocks_of_every_kind() -> Vec<u8> {
+        let mut text = b"{\"type\":\"turn/start\"}\n".repeat(40);
+        let mut x: u32 = 0x9E37_79B9;
+        text.extend((0..1500).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        }));
+        text.extend(std::iter::repeat_n(b'a', 3000));
+        let mut cctx = zstd::zstd_safe::CCtx::create();
+        for p in [
+            zstd::zstd_safe::CParameter::WindowLog(10),
+            zstd::zstd_safe::CParameter::ChecksumFlag(false),
+            zstd::zstd_safe::CParameter::ContentSizeFlag(false),
+        ] {
+            cctx.set_parameter(p).unwrap();
+        }
+        let mut out = Vec::with_capacity(8192);
+        let mut input = zstd::zstd_safe::InBuffer::around(&text);
+        let mut ob = zstd::zstd_safe::OutBuffer::around(&mut out);
+        cctx.compress_stream2(
+            &mut ob,
+            &mut input,
+            zstd::zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_end,
+        )
+        .unwrap();
+        assert_eq!(out[4], 0x00, "no checksum, no content size, windowed");
+        out.split_off(6)
+    }
+
+    /// A frame header of every layout the format allows (SPEC §3.5 scans
+    /// the structure only): content-size field of each size, single
+    /// segment or a window byte, dictionary id of each size, checksum or
+    /// not; over blocks of every kind. zstd's own frame walk is the oracle
+    /// for where each frame ends, and every cut of a frame is torn at its
+    /// start, never corruption: a frame written by another encoder (the
+    /// `zstd` tool writes content sizes; others leave out the checksum)
+    /// must not make a repair cut acknowledged bytes.
+    #[test]
+    fn frame_ends_agree_with_zstd_for_every_header_layout() {
+        let blocks = blocks_of_every_kind();
+        let mut layouts = 0;
+        for fcs_flag in 0u8..4 {
+            for single in [false, true] {
+                for did_flag in 0u8..4 {
+                    for checksum in [false, true] {
+                        let fhd = fcs_flag << 6
+                            | u8::from(single) << 5
+                            | u8::from(checksum) << 2
+                            | did_flag;
+                        let mut f = ZSTD_MAGIC.to_vec();
+                        f.push(fhd);
+                        if !single {
+                            f.push(0x58);
+                        }
+                        f.extend(&[0x11, 0x22, 0x33, 0x44][..[0, 1, 2, 4][did_flag as usize]]);
+                        let fcs_len = match fcs_flag {
+                            0 => usize::from(single),
+                            1 => 2,
+                            2 => 4,
+                            _ => 8,
+                        };
+                        f.extend(&[0xA0, 0x0F, 0, 0, 0, 0, 0, 0][..fcs_len]);
+                        f.extend(&blocks);
+                        if checksum {
+                            f.extend([0xC1, 0xC2, 0xC3, 0xC4]);
+                        }
+                        assert_eq!(
+                            zstd::zstd_safe::find_frame_compressed_size(&f),
+                            Ok(f.len()),
+                            "descriptor {fhd:#04x}: the oracle reads the whole frame"
+                        );
+                        let mut file = f.clone();
+                        file.extend(&f);
+                        let n = f.len() as u64;
+                        let s = scan(&file).unwrap();
+                        assert_eq!(
+                            s.frames,
+                            vec![
+                                Frame {
+                                    start: 0,
+                                    end: n,
+                                    descriptor: fhd
+                                },
+                                Frame {
+                                    start: n,
+                                    end: 2 * n,
+                                    descriptor: fhd
+                                },
+                            ],
+                            "descriptor {fhd:#04x}"
+                        );
+                        assert_eq!(s.torn_start, None, "descriptor {fhd:#04x}");
+                        for cut in n as usize + 1..file.len() {
+                            let s = scan(&file[..cut]).unwrap_or_else(|e| {
+                                panic!("descriptor {fhd:#04x}, cut {cut}: {e}")
+                            });
+                            assert_eq!(
+                                (s.frames.len(), s.torn_start),
+                                (1, Some(n)),
+                                "descriptor {fhd:#04x}, cut {cut}"
+                            );
+                        }
+                        for cut in 1..n as usize {
+                            assert_eq!(
+                                first_frame(&f[..cut]).unwrap(),
+                                None,
+                                "descriptor {fhd:#04x}, cut {cut}"
+                            );
+                        }
+                        assert_eq!(first_frame(&file).unwrap(), Some(s.frames[0]));
+                        layouts += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(layouts, 64);
+    }
+
+    /// Frames as zstd's one-shot encoder writes them for the `zstd` tool
+    /// (content size known: single segment with a 1-, 2- or 4-byte size,
+    /// or a window byte and a size when the content is larger than the
+    /// window), with and without the checksum.
+    #[test]
+    fn frames_of_zstds_one_shot_encoder_are_walked_whole() {
+        let mut sizes_seen = std::collections::BTreeSet::new();
+        for (len, window_log) in [
+            (0, 0),
+            (200, 0),
+            (5000, 0),
+            (70_000, 0),
+            (5000, 10),
+            (70_000, 10),
+        ] {
+            for checksum in [false, true] {
+                let text: Vec<u8> = (0..len).map(|i| b"abcdefghij\n"[i % 11]).collect();
+                let mut cctx = zstd::zstd_safe::CCtx::create();
+                cctx.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(checksum))
+                    .unwrap();
+                if window_log > 0 {
+                    cctx.set_parameter(zstd::zstd_safe::CParameter::WindowLog(window_log))
+                        .unwrap();
+                }
+                let mut f = Vec::with_capacity(zstd::zstd_safe::compress_bound(len) + 32);
+                cctx.compress2(&mut f, &text).unwrap();
+                let fhd = f[4];
+                sizes_seen.insert((fhd >> 6, fhd & 0x20 != 0));
+                let s = scan(&f).unwrap();
+                assert_eq!(
+                    (s.frames.len(), s.torn_start, s.frames[0].end),
+                    (1, None, f.len() as u64),
+                    "{len} bytes, descriptor {fhd:#04x}"
+                );
+                assert_eq!(s.frames[0].descriptor, fhd);
+                for cut in 1..f.len() {
+                    assert_eq!(scan(&f[..cut]).unwrap().torn_start, Some(0), "cut {cut}");
+                }
+            }
+        }
+        // Single segment with a 1-, 2- and 4-byte size, and windowed
+        // frames with a 2- and 4-byte size.
+        assert_eq!(
+            sizes_seen.into_iter().collect::<Vec<_>>(),
+            vec![(0, true), (1, false), (1, true), (2, false), (2, true)]
+        );
+    }
+
     #[test]
     fn rejects_reserved_bits_and_bad_magic() {
         let mut file = frame(b"x\n");
