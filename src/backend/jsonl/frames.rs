@@ -389,5 +389,15 @@ mod tests {
             file.extend_from_slice(tail);
             assert_eq!(scan(&file).unwrap().torn_start, Some(a), "{tail:?}");
         }
+        // Four bytes can be judged: the magic alone is a torn frame, any
+        // other four bytes are corruption.
+        let mut file = frame(b"x\n");
+        let a = file.len() as u64;
+        file.extend_from_slice(&ZSTD_MAGIC);
+        assert_eq!(scan(&file).unwrap().torn_start, Some(a));
+        let mut file = frame(b"x\n");
+        file.extend_from_slice(&[0x28, 0xB5, 0x2F, 0x00]);
+        let e = scan(&file).unwrap_err();
+        assert!(e.to_string().contains("invalid frame magic"), "{e}");
     }
 }
