@@ -279,7 +279,7 @@ fn frames_from_another_encoder_read_and_repair_as_ours() {
             "checksum {checksum}"
         );
 
-        // Cut inside the last frame: the two frames before it are kept.
+        // Cut inside the last frame: every frame before it is kept.
         let last = *starts.last().unwrap();
         let cut = last as usize + (foreign.len() - last as usize) / 2;
         std::fs::write(&path, &foreign[..cut]).unwrap();
