@@ -162,6 +162,7 @@ pub fn first_frame(buf: &[u8]) -> Result<Option<Frame>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zstd::zstd_safe::{self, CCtx, CParameter, InBuffer, OutBuffer};
 
     fn frame(text: &[u8]) -> Vec<u8> {
         super::super::codec_zstd::encode_frame(text).unwrap()
@@ -206,21 +207,21 @@ mod tests {
             x as u8
         }));
         text.extend(std::iter::repeat_n(b'a', 3000));
-        let mut cctx = zstd::zstd_safe::CCtx::create();
+        let mut cctx = CCtx::create();
         for p in [
-            zstd::zstd_safe::CParameter::WindowLog(10),
-            zstd::zstd_safe::CParameter::ChecksumFlag(false),
-            zstd::zstd_safe::CParameter::ContentSizeFlag(false),
+            CParameter::WindowLog(10),
+            CParameter::ChecksumFlag(false),
+            CParameter::ContentSizeFlag(false),
         ] {
             cctx.set_parameter(p).unwrap();
         }
         let mut out = Vec::with_capacity(8192);
-        let mut input = zstd::zstd_safe::InBuffer::around(&text);
-        let mut ob = zstd::zstd_safe::OutBuffer::around(&mut out);
+        let mut input = InBuffer::around(&text);
+        let mut ob = OutBuffer::around(&mut out);
         cctx.compress_stream2(
             &mut ob,
             &mut input,
-            zstd::zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_end,
+            zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_end,
         )
         .unwrap();
         assert_eq!(out[4], 0x00, "no checksum, no content size, windowed");
@@ -265,7 +266,7 @@ mod tests {
                             f.extend([0xC1, 0xC2, 0xC3, 0xC4]);
                         }
                         assert_eq!(
-                            zstd::zstd_safe::find_frame_compressed_size(&f),
+                            zstd_safe::find_frame_compressed_size(&f),
                             Ok(f.len()),
                             "descriptor {fhd:#04x}: the oracle reads the whole frame"
                         );
@@ -333,14 +334,14 @@ mod tests {
         ] {
             for checksum in [false, true] {
                 let text: Vec<u8> = (0..len).map(|i| b"abcdefghij\n"[i % 11]).collect();
-                let mut cctx = zstd::zstd_safe::CCtx::create();
-                cctx.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(checksum))
+                let mut cctx = CCtx::create();
+                cctx.set_parameter(CParameter::ChecksumFlag(checksum))
                     .unwrap();
                 if window_log > 0 {
-                    cctx.set_parameter(zstd::zstd_safe::CParameter::WindowLog(window_log))
+                    cctx.set_parameter(CParameter::WindowLog(window_log))
                         .unwrap();
                 }
-                let mut f = Vec::with_capacity(zstd::zstd_safe::compress_bound(len) + 32);
+                let mut f = Vec::with_capacity(zstd_safe::compress_bound(len) + 32);
                 cctx.compress2(&mut f, &text).unwrap();
                 let fhd = f[4];
                 sizes_seen.insert((fhd >> 6, fhd & 0x20 != 0));
