@@ -7,7 +7,9 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
+use dsh_persist::backend::jsonl::salvage::read_intact_prefix;
 use dsh_persist::backend::jsonl::{Compression, JsonlBackend, JsonlConfig, frames};
+use dsh_persist::backend::limits::Limits;
 use dsh_persist::backend::{Backend, Expect, TornTail};
 use dsh_persist::error::ErrorKind;
 use dsh_persist::model::event::Event;
@@ -480,4 +482,184 @@ fn reads_racing_an_appender_see_a_consistent_prefix() {
     let log = reader.read("race").unwrap().unwrap();
     assert_eq!(log.events, all);
     assert_eq!(log.torn, None);
+}
+
+// ---------------------------------------------------------------------------
+// salvage (issue 19): the intact prefix of a log, read without repairing it
+
+/// The member count of every record line of a raw log (after the header).
+fn members_per_line(full: &[u8]) -> Vec<usize> {
+    String::from_utf8_lossy(full)
+        .lines()
+        .skip(1)
+        .map(|l| {
+            dsh_persist::codec::chunk_rows::Record::parse_line(l)
+                .unwrap()
+                .member_count() as usize
+        })
+        .collect()
+}
+
+/// Salvage keeps whole frames only: a cut anywhere keeps the frames before
+/// the cut one and names the byte where that one starts; a cut at a frame
+/// boundary is a whole log. A cut inside the header frame has no header.
+#[test]
+fn salvage_of_a_cut_zstd_log_keeps_the_whole_frames_before_the_cut() {
+    let tmp = TempDir::new("salvz");
+    let (path, all, _) = write_log(tmp.path(), Compression::Zstd, false);
+    let full = std::fs::read(&path).unwrap();
+    let scan = frames::scan(&full).unwrap();
+    assert_eq!(scan.frames.len(), 4);
+    // Events fully held by frames 0..=k (frame 0 is the header).
+    let complete_after = [0usize, 2, 7, all.len()];
+    let limits = Limits::default();
+    for cut in 0..=full.len() {
+        std::fs::write(&path, &full[..cut]).unwrap();
+        let read = read_intact_prefix(&path, Compression::Zstd, &limits);
+        let whole = scan.frames.iter().filter(|f| f.end as usize <= cut).count();
+        if whole == 0 {
+            let e = read.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corruption, "cut {cut}: {e}");
+            continue;
+        }
+        let p = read.unwrap_or_else(|e| panic!("cut {cut}: {e}"));
+        assert_eq!(p.header.id, "cut");
+        assert_eq!(p.events[..], all[..complete_after[whole - 1]], "cut {cut}");
+        let at_boundary = scan.frames.iter().any(|f| f.end as usize == cut);
+        let want =
+            (!at_boundary).then(|| format!("a torn frame at byte {}", scan.frames[whole].start));
+        assert_eq!(p.stopped, want, "cut {cut}");
+    }
+    // The source is never repaired.
+    assert_eq!(std::fs::read(&path).unwrap(), full);
+}
+
+/// A raw log: the complete lines before a cut, and the cut line named.
+#[test]
+fn salvage_of_a_cut_raw_log_keeps_the_whole_lines_before_the_cut() {
+    let tmp = TempDir::new("salvn");
+    let (path, all, _) = write_log(tmp.path(), Compression::None, false);
+    let full = std::fs::read(&path).unwrap();
+    let members = members_per_line(&full);
+    let limits = Limits::default();
+    for cut in 0..=full.len() {
+        std::fs::write(&path, &full[..cut]).unwrap();
+        let read = read_intact_prefix(&path, Compression::None, &limits);
+        let lines = full[..cut].iter().filter(|b| **b == b'\n').count();
+        if lines == 0 {
+            let e = read.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corruption, "cut {cut}: {e}");
+            continue;
+        }
+        let p = read.unwrap_or_else(|e| panic!("cut {cut}: {e}"));
+        let kept: usize = members[..lines - 1].iter().sum();
+        assert_eq!(p.events[..], all[..kept], "cut {cut}");
+        let want =
+            (full[cut - 1] != b'\n').then(|| format!("record line {lines} is torn (no newline)"));
+        assert_eq!(p.stopped, want, "cut {cut}");
+    }
+}
+
+/// The first line that does not read (unparsable, or a seq other than the
+/// next) ends the prefix, whatever follows it.
+#[test]
+fn salvage_stops_at_the_first_bad_line_and_names_it() {
+    let tmp = TempDir::new("salvbad");
+    let line = |seq: u64, ty: &str| {
+        format!(
+            "{{\"type\":\"{ty}\",\"seq\":{seq},\"time\":{},\"data\":{{\"turn\":1}}}}\n",
+            1000 + seq
+        )
+    };
+    let ok = [line(0, "turn/start"), line(1, "step/start")];
+    let cases: [(&str, String, usize, &str); 4] = [
+        (
+            "unparsable",
+            "{\"type\":\"step/end\",BROKEN\n".into(),
+            2,
+            "record line 3 is unparsable",
+        ),
+        (
+            "gap",
+            line(3, "step/end"),
+            2,
+            "record line 3 has seq 3, expected 2",
+        ),
+        (
+            "repeat",
+            line(1, "step/end"),
+            2,
+            "record line 3 has seq 1, expected 2",
+        ),
+        (
+            "first",
+            String::new(),
+            0,
+            "record line 1 has seq 1, expected 0",
+        ),
+    ];
+    for (name, bad, kept, why) in cases {
+        let mut lines: Vec<String> = if name == "first" {
+            vec![line(1, "turn/start")]
+        } else {
+            vec![ok[0].clone(), ok[1].clone(), bad]
+        };
+        // A good line after the bad one is not kept.
+        lines.push(line(lines.len() as u64, "turn/end"));
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        raw_log(tmp.path(), &refs);
+        let path = tmp.path().join("_no-cwd/r/session.jsonl");
+        let p = read_intact_prefix(&path, Compression::None, &Limits::default()).unwrap();
+        assert_eq!(p.events.len(), kept, "{name}");
+        for (i, e) in p.events.iter().enumerate() {
+            assert_eq!(e.seq, i as u64, "{name}");
+        }
+        assert_eq!(p.stopped.as_deref(), Some(why), "{name}");
+    }
+}
+
+/// The read bounds: a raw file of exactly twice `maxLogBytes` is read, one
+/// byte more is refused; a zstd log decoding to exactly `maxLogBytes` is
+/// whole, one byte less stops at the frame that passes it.
+#[test]
+fn salvage_reads_within_the_log_bound() {
+    let tmp = TempDir::new("salvcap");
+    let (path, all, _) = write_log(tmp.path(), Compression::None, false);
+    let full = std::fs::read(&path).unwrap();
+    let half = full.len() as u64 / 2 - 1;
+    let limits = Limits {
+        max_log_bytes: half,
+        ..Limits::default()
+    };
+    let even = 2 * half as usize;
+    std::fs::write(&path, &full[..even]).unwrap();
+    let p = read_intact_prefix(&path, Compression::None, &limits).unwrap();
+    assert!(!p.events.is_empty());
+    std::fs::write(&path, &full[..even + 1]).unwrap();
+    let e = read_intact_prefix(&path, Compression::None, &limits).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption);
+    assert!(
+        e.to_string().contains(&format!("more than {even} bytes")),
+        "{e}"
+    );
+
+    let tmp = TempDir::new("salvcapz");
+    let (path, _, _) = write_log(tmp.path(), Compression::Zstd, false);
+    let bytes = std::fs::read(&path).unwrap();
+    let plain = zstd::stream::decode_all(&bytes[..]).unwrap().len() as u64;
+    let last = *frames::scan(&bytes).unwrap().frames.last().unwrap();
+    let at = |max_log_bytes| Limits {
+        max_log_bytes,
+        ..Limits::default()
+    };
+    let p = read_intact_prefix(&path, Compression::Zstd, &at(plain)).unwrap();
+    assert_eq!((p.events.len(), p.stopped), (all.len(), None));
+    let p = read_intact_prefix(&path, Compression::Zstd, &at(plain - 1)).unwrap();
+    assert_eq!(p.events[..], all[..7]);
+    let why = p.stopped.unwrap();
+    assert!(
+        why.starts_with(&format!("the frame at byte {}: ", last.start))
+            && why.contains("maxLogBytes"),
+        "{why}"
+    );
 }

@@ -91,4 +91,33 @@ mod tests {
         }
         assert_ne!(random_u64(), random_u64());
     }
+
+    /// The times are whole nanoseconds since the epoch: the mtime the file
+    /// was given, exactly, and the ctime of a metadata change between two
+    /// readings of the clock (the kernel stamps files from a coarse clock,
+    /// up to a tick behind the one `SystemTime` reads, hence the margin).
+    #[test]
+    fn times_are_nanoseconds_since_the_epoch() {
+        use std::time::{Duration, SystemTime, UNIX_EPOCH};
+        let path = std::env::temp_dir().join(format!(
+            "dsh-revision-{}-{}",
+            std::process::id(),
+            random_u64()
+        ));
+        let file = std::fs::File::create(&path).unwrap();
+        let set = UNIX_EPOCH + Duration::new(1_785_000_000, 123_456_789);
+        let ns = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_nanos() as i128;
+        let before = ns(SystemTime::now());
+        file.set_modified(set).unwrap();
+        let after = ns(SystemTime::now());
+        let id = FileIdentity::of(&file.metadata().unwrap());
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(id.mtime_ns, 1_785_000_000_123_456_789);
+        let margin = 50_000_000; // 50 ms
+        assert!(
+            id.ctime_ns >= before - margin && id.ctime_ns <= after + margin,
+            "ctime {} outside [{before}, {after}] ± {margin} ns",
+            id.ctime_ns
+        );
+    }
 }
