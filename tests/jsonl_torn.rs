@@ -97,6 +97,19 @@ fn write_log(root: &Path, compression: Compression, big: bool) -> (PathBuf, Vec<
     )
 }
 
+/// The member count of every record line of a raw log (after the header).
+fn members_per_line(full: &[u8]) -> Vec<usize> {
+    String::from_utf8_lossy(full)
+        .lines()
+        .skip(1)
+        .map(|l| {
+            dsh_persist::codec::chunk_rows::Record::parse_line(l)
+                .unwrap()
+                .member_count() as usize
+        })
+        .collect()
+}
+
 #[test]
 fn zstd_cut_at_every_byte_of_the_last_two_frames() {
     zstd_cuts(false, 1);
@@ -205,6 +218,7 @@ fn none_cut_at_every_byte_of_the_last_two_lines() {
         .map(|(i, _)| i)
         .collect();
     let start = nls[nls.len() - 3] + 1;
+    let members = members_per_line(&full);
     let be = backend(tmp.path(), Compression::None);
     for cut in start..=full.len() {
         std::fs::write(&path, &full[..cut]).unwrap();
@@ -213,18 +227,9 @@ fn none_cut_at_every_byte_of_the_last_two_lines() {
             .unwrap_or_else(|e| panic!("cut {cut}: {e}"))
             .unwrap();
         let complete = full[..cut].iter().filter(|b| **b == b'\n').count() - 1;
-        let mut want = 0u64;
-        for line in String::from_utf8_lossy(&full[..cut])
-            .lines()
-            .skip(1)
-            .take(complete)
-        {
-            want += dsh_persist::codec::chunk_rows::Record::parse_line(line)
-                .unwrap()
-                .member_count();
-        }
-        assert_eq!(log.events.len() as u64, want, "cut {cut}");
-        assert_eq!(log.events[..], all[..want as usize], "cut {cut}");
+        let want: usize = members[..complete].iter().sum();
+        assert_eq!(log.events.len(), want, "cut {cut}");
+        assert_eq!(log.events[..], all[..want], "cut {cut}");
         let at_boundary = full[cut - 1] == b'\n';
         match (&log.torn, at_boundary) {
             (None, true) => {}
@@ -486,19 +491,6 @@ fn reads_racing_an_appender_see_a_consistent_prefix() {
 
 // ---------------------------------------------------------------------------
 // salvage (issue 19): the intact prefix of a log, read without repairing it
-
-/// The member count of every record line of a raw log (after the header).
-fn members_per_line(full: &[u8]) -> Vec<usize> {
-    String::from_utf8_lossy(full)
-        .lines()
-        .skip(1)
-        .map(|l| {
-            dsh_persist::codec::chunk_rows::Record::parse_line(l)
-                .unwrap()
-                .member_count() as usize
-        })
-        .collect()
-}
 
 /// Salvage keeps whole frames only: a cut anywhere keeps the frames before
 /// the cut one and names the byte where that one starts; a cut at a frame
