@@ -256,4 +256,29 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"h\na\nc\n");
         std::fs::remove_dir_all(&base).unwrap();
     }
+
+    /// `touch` puts the mtime exactly one nanosecond after the time given,
+    /// across a second boundary too, and a time before the epoch counts from
+    /// the epoch; the identity it returns is the file's.
+    #[test]
+    fn touch_moves_the_mtime_one_nanosecond_past_the_time_given() {
+        let base = std::env::temp_dir().join(format!("dsh-touch-{}", random_u64()));
+        let dir = base.join("p").join("s");
+        std::fs::create_dir_all(&base).unwrap();
+        ensure_dir(&base.join("p"), 1).unwrap();
+        ensure_dir(&dir, 2).unwrap();
+        let path = dir.join("session.jsonl");
+        create_log(&path, b"h\n").unwrap();
+        let mut log = OpenLog::open(&path).unwrap().unwrap();
+        for (after, want) in [
+            (1_785_000_000_123_456_789, 1_785_000_000_123_456_790),
+            (1_785_000_000_999_999_999, 1_785_000_001_000_000_000),
+            (-5, 1),
+        ] {
+            let id = log.touch(after).unwrap();
+            assert_eq!(id.mtime_ns, want, "after {after}");
+            assert_eq!(id, FileIdentity::of(&std::fs::metadata(&path).unwrap()));
+        }
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }
