@@ -238,15 +238,22 @@ mod tests {
         assert!(e.to_string().contains("/dev/full"), "{e}");
     }
 
-    #[test]
-    fn truncate_then_append_keeps_the_prefix() {
-        let base = std::env::temp_dir().join(format!("dsh-writer-{}", random_u64()));
+    /// A new log holding `content` at `<temp root>/p/s/session.jsonl`,
+    /// made as the backend makes one; returns the root and the log's path.
+    fn new_log(tag: &str, content: &[u8]) -> (PathBuf, PathBuf) {
+        let base = std::env::temp_dir().join(format!("dsh-{tag}-{}", random_u64()));
         let dir = base.join("p").join("s");
         std::fs::create_dir_all(&base).unwrap();
         ensure_dir(&base.join("p"), 1).unwrap();
         ensure_dir(&dir, 2).unwrap();
         let path = dir.join("session.jsonl");
-        create_log(&path, b"h\na\nb\n").unwrap();
+        create_log(&path, content).unwrap();
+        (base, path)
+    }
+
+    #[test]
+    fn truncate_then_append_keeps_the_prefix() {
+        let (base, path) = new_log("writer", b"h\na\nb\n");
         let e = create_log(&path, b"other\n").unwrap_err();
         assert_eq!(e.kind(), crate::error::ErrorKind::Conflict);
         let mut log = OpenLog::open(&path).unwrap().unwrap();
@@ -262,13 +269,7 @@ mod tests {
     /// the epoch; the identity it returns is the file's.
     #[test]
     fn touch_moves_the_mtime_one_nanosecond_past_the_time_given() {
-        let base = std::env::temp_dir().join(format!("dsh-touch-{}", random_u64()));
-        let dir = base.join("p").join("s");
-        std::fs::create_dir_all(&base).unwrap();
-        ensure_dir(&base.join("p"), 1).unwrap();
-        ensure_dir(&dir, 2).unwrap();
-        let path = dir.join("session.jsonl");
-        create_log(&path, b"h\n").unwrap();
+        let (base, path) = new_log("touch", b"h\n");
         let mut log = OpenLog::open(&path).unwrap().unwrap();
         for (after, want) in [
             (1_785_000_000_123_456_789, 1_785_000_000_123_456_790),
