@@ -16,6 +16,8 @@ pub mod postgres;
 pub mod rows;
 pub mod scan;
 pub mod sqlite;
+#[cfg(test)]
+pub(crate) mod test_fifo;
 pub mod writer_lock;
 
 use crate::error::Result;

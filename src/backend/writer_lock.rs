@@ -146,13 +146,14 @@ impl LockSpace {
                 let path = dir.join(&name);
                 let file = match OpenOptions::new()
                     .read(true)
-                    .custom_flags(no_follow())
+                    .custom_flags(lock_file_flags())
                     .open(&path)
                 {
                     Ok(f) => f,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                    Err(e) => return Err(io_err("cannot open the writer lock", &path, e)),
+                    Err(e) => return Err(open_lock_error(&path, e)),
                 };
+                check_lock_file(&file, &path)?;
                 let holder = probe(&file);
                 // Safe to close while `held` is locked: this process holds
                 // no record lock on this file (it is not in the table).
@@ -177,8 +178,45 @@ fn io_err(what: &str, path: &Path, e: io::Error) -> Error {
     Error::io(format!("{what} {}", path.display()), e)
 }
 
-fn no_follow() -> i32 {
-    (OFlags::NOFOLLOW | OFlags::CLOEXEC).bits() as i32
+/// Flags of every open of a lock file: a link planted there is refused
+/// (`O_NOFOLLOW`), and the open never waits (`O_NONBLOCK`: a FIFO planted
+/// there would otherwise hang a probe's read-only open until some process
+/// opened it for writing). Lock files are never read or written, so
+/// `O_NONBLOCK` changes nothing else; `flock` and record locks ignore it.
+fn lock_file_flags() -> i32 {
+    (OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK).bits() as i32
+}
+
+/// Refuses a lock file that is not a regular file (a FIFO, socket, device
+/// or directory planted at `path`): the store only ever makes regular
+/// files there, and a lock on anything else is not one a writer would see.
+fn check_lock_file(file: &File, path: &Path) -> Result<()> {
+    let meta = file
+        .metadata()
+        .map_err(|e| io_err("cannot stat the writer lock", path, e))?;
+    if meta.is_file() {
+        Ok(())
+    } else {
+        Err(not_a_lock_file(path))
+    }
+}
+
+/// An open of the lock file at `path` failed with `e`: what a directory
+/// (`EISDIR` for a writable open) or a socket (`ENXIO`) there answers is
+/// reported as the file that is not a regular one.
+fn open_lock_error(path: &Path, e: io::Error) -> Error {
+    let errno = e.raw_os_error().map(rustix::io::Errno::from_raw_os_error);
+    match errno {
+        Some(rustix::io::Errno::ISDIR | rustix::io::Errno::NXIO) => not_a_lock_file(path),
+        _ => io_err("cannot open the writer lock", path, e),
+    }
+}
+
+fn not_a_lock_file(path: &Path) -> Error {
+    Error::io_msg(format!(
+        "the writer lock {} is not a regular file (a directory, FIFO, socket or device was put there; the store only makes regular files): remove it",
+        quote(&path.display().to_string())
+    ))
 }
 
 /// The table key of `name` in `dir`; `None` when the directory is absent.
@@ -261,9 +299,10 @@ fn lock_file(dir: &Path, id: &str, name: String) -> Result<WriterLock> {
             .write(true)
             .create(true)
             .mode(0o600)
-            .custom_flags(no_follow())
+            .custom_flags(lock_file_flags())
             .open(&path)
-            .map_err(|e| io_err("cannot open the writer lock", &path, e))?;
+            .map_err(|e| open_lock_error(&path, e))?;
+        check_lock_file(&file, &path)?;
         match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => {
@@ -432,6 +471,45 @@ mod tests {
             "released locks leave no file"
         );
         let _g2 = b.lock("s").unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_fifo_or_directory_as_the_lock_file_is_refused_without_waiting() {
+        let dir = temp_dir("special");
+        let locks = dir.join("locks");
+        fs::create_dir_all(&locks).unwrap();
+        let space = LockSpace::files(locks.clone());
+        let path = locks.join("s@lock");
+        for planted in ["fifo", "directory"] {
+            let fifo = (planted == "fifo").then(|| crate::backend::test_fifo::TestFifo::new(&path));
+            if fifo.is_none() {
+                fs::create_dir(&path).unwrap();
+            }
+            // A probe's read-only open of a FIFO would wait for a writer
+            // (holding the lock table: every writer of the process waits).
+            let errors = [
+                space.holder("s").map(|_| ()).unwrap_err(),
+                space.lock("s").map(|_| ()).unwrap_err(),
+            ];
+            for e in errors {
+                assert_eq!(e.kind(), ErrorKind::Io, "{planted}: {e}");
+                let text = e.to_string();
+                assert!(text.contains("is not a regular file"), "{planted}: {text}");
+                assert!(text.contains("s@lock"), "{planted}: {text}");
+            }
+            let _other = space.lock("t").expect("other ids are free");
+            let meta = fs::symlink_metadata(&path).expect("the planted file stays");
+            assert!(!meta.is_file(), "{planted}");
+            if let Some(fifo) = fifo {
+                fifo.assert_never_waited_on();
+                drop(fifo);
+                fs::remove_file(&path).unwrap();
+            } else {
+                fs::remove_dir(&path).unwrap();
+            }
+        }
+        let _g = space.lock("s").expect("removed: the lock works again");
         fs::remove_dir_all(&dir).unwrap();
     }
 
