@@ -389,18 +389,18 @@ impl JsonlBackend {
                 let Some(file) = layout::session_file(&sdir, self.compression)? else {
                     continue;
                 };
-                let opened = nofollow::dir_at(&project_fd, session.as_str()).and_then(|fd| {
-                    nofollow::open_file_at(
-                        &fd,
-                        self.compression.file_name(),
-                        rustix::fs::OFlags::RDONLY,
-                        0,
-                    )
-                });
-                let handle = match opened {
-                    Ok(f) => f,
-                    // Gone since the directory was read: not listed.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                let opened = nofollow::dir_at(&project_fd, session.as_str())
+                    .and_then(|fd| nofollow::open_regular_at(&fd, self.compression.file_name()));
+                let (handle, meta) = match opened {
+                    Ok(opened) => opened,
+                    // Gone since the directory was read, or no longer a
+                    // regular file (the scan skips those too): not listed.
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::NotFound
+                            || nofollow::is_not_regular(&e) =>
+                    {
+                        continue;
+                    }
                     Err(e) => {
                         return Err(nofollow::io_err(
                             "cannot open",
@@ -412,6 +412,7 @@ impl JsonlBackend {
                 };
                 let Some((header, identity)) = reader::peek_header_file(
                     handle,
+                    &meta,
                     &file,
                     self.compression,
                     &mut dec,

@@ -33,7 +33,7 @@ pub const PROJECT_DEPTH: usize = 1;
 
 fn split(path: &Path, inside: usize) -> io::Result<(PathBuf, Vec<&std::ffi::OsStr>)> {
     let comps: Vec<Component<'_>> = path.components().collect();
-    if comps.len() <= inside {
+    if comps.len() < inside {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "path is shorter than its layout",
@@ -52,7 +52,13 @@ fn split(path: &Path, inside: usize) -> io::Result<(PathBuf, Vec<&std::ffi::OsSt
             }
         }
     }
-    Ok((base.iter().collect(), names))
+    // A relative path with nothing above its layout starts here.
+    let base = if base.is_empty() {
+        PathBuf::from(".")
+    } else {
+        base.iter().collect()
+    };
+    Ok((base, names))
 }
 
 const DIR_FLAGS: OFlags = OFlags::RDONLY
@@ -114,9 +120,50 @@ pub fn open_file_at(
     Ok(File::from(fd))
 }
 
-/// Opens `path` for reading.
-pub fn open_read(path: &Path, inside: usize) -> io::Result<File> {
-    open_file(path, inside, OFlags::RDONLY, 0)
+/// Opens the regular file `name` in `dir` for reading and returns it with
+/// its metadata. The open never waits (`O_NONBLOCK`, which a regular file
+/// ignores): a FIFO put in place of a log after a directory scan saw a file
+/// would otherwise block the read until some process opened it for
+/// writing. Anything but a regular file is refused ([`not_regular`]).
+pub fn open_regular_at(
+    dir: &OwnedFd,
+    name: impl rustix::path::Arg,
+) -> io::Result<(File, std::fs::Metadata)> {
+    let file = open_file_at(dir, name, OFlags::RDONLY | OFlags::NONBLOCK, 0)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    Ok((file, meta))
+}
+
+/// Opens the regular file `path` for reading, as [`open_regular_at`].
+pub fn open_regular(path: &Path, inside: usize) -> io::Result<(File, std::fs::Metadata)> {
+    let (dir, name) = open_parent(path, inside)?;
+    open_regular_at(&dir, name)
+}
+
+/// The cause of [`not_regular`] errors (so callers can tell them apart).
+#[derive(Debug)]
+struct NotRegular;
+
+impl std::fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("not a regular file (a FIFO, socket, device or directory was put in its place; the store only makes regular files there)")
+    }
+}
+
+impl std::error::Error for NotRegular {}
+
+/// The error of a path inside the root that should be a regular file and
+/// is not (a FIFO, socket, device or directory put there).
+pub fn not_regular() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, NotRegular)
+}
+
+/// Whether `e` is a [`not_regular`] error.
+pub fn is_not_regular(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<NotRegular>())
 }
 
 /// The metadata of `path` (a link is not followed: it reads as a link).
@@ -210,7 +257,7 @@ mod tests {
         std::os::unix::fs::symlink(&outside, real.join("q")).unwrap();
         // The root through a link: fine.
         let via = base.join("root-link").join("p/s/log");
-        assert!(open_read(&via, LOG_DEPTH).is_ok());
+        assert!(open_regular(&via, LOG_DEPTH).is_ok());
         // A project directory that is a link: refused, named.
         let planted = real.join("q").join("s");
         let e = create_dir(&planted, SESSION_DEPTH).unwrap_err();
@@ -220,12 +267,59 @@ mod tests {
         assert!(!outside.join("s").exists(), "nothing written outside");
         // A log file that is a link.
         std::os::unix::fs::symlink(outside.join("x"), real.join("p/s/other")).unwrap();
-        let e = open_read(&real.join("p/s/other"), LOG_DEPTH).unwrap_err();
+        let e = open_regular(&real.join("p/s/other"), LOG_DEPTH).unwrap_err();
         let err = io_err("cannot open", &real.join("p/s/other"), LOG_DEPTH, e);
         assert!(
             err.to_string().contains("p/s/other\" is a symbolic link"),
             "{err}"
         );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_relative_path_with_nothing_above_its_layout_starts_here() {
+        // The tests run in the crate's directory.
+        let (_, meta) = open_regular(Path::new("Cargo.toml"), 1).unwrap();
+        assert!(meta.len() > 0);
+        assert!(open_dir(Path::new("src/backend"), 2).is_ok());
+        assert!(
+            open_dir(Path::new("src"), 2).is_err(),
+            "shorter than its layout"
+        );
+        assert!(open_regular(Path::new("../main/Cargo.toml"), 3).is_err());
+    }
+
+    #[test]
+    fn open_regular_refuses_a_fifo_or_directory_without_waiting() {
+        let base = std::env::temp_dir().join(format!(
+            "dsh-regular-{}-{}",
+            std::process::id(),
+            super::super::revision::random_u64()
+        ));
+        let dir = base.join("p").join("s");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("file"), b"x").unwrap();
+        std::fs::create_dir(dir.join("dir")).unwrap();
+        let fifo = crate::backend::test_fifo::TestFifo::new(&dir.join("fifo"));
+        let (_, meta) = open_regular(&dir.join("file"), LOG_DEPTH).unwrap();
+        assert_eq!(meta.len(), 1);
+        // A FIFO with no writer: a blocking read-only open would wait for
+        // one.
+        for name in ["fifo", "dir"] {
+            let path = dir.join(name);
+            let e = open_regular(&path, LOG_DEPTH).unwrap_err();
+            assert!(is_not_regular(&e), "{name}: {e}");
+            let err = io_err("cannot open", &path, LOG_DEPTH, e);
+            assert_eq!(err.kind(), crate::error::ErrorKind::Io, "{err}");
+            let text = err.to_string();
+            assert!(text.contains("not a regular file"), "{text}");
+            assert!(text.contains(&path.display().to_string()), "{text}");
+        }
+        fifo.assert_never_waited_on();
+        drop(fifo);
+        assert!(!is_not_regular(&io::Error::from(
+            io::ErrorKind::InvalidInput
+        )));
         std::fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -748,13 +748,9 @@ fn read_log_with(
                 s.restart();
             }
         }
-        let file = nofollow::open_read(path, nofollow::LOG_DEPTH)
+        let (file, meta) = nofollow::open_regular(path, nofollow::LOG_DEPTH)
             .map_err(|e| nofollow::io_err("cannot open", path, nofollow::LOG_DEPTH, e))?;
-        let before = FileIdentity::of(
-            &file
-                .metadata()
-                .map_err(|e| io_err("cannot stat", path, e))?,
-        );
+        let before = FileIdentity::of(&meta);
         // Exactly the bytes the file had at the start: committed bytes are
         // never rewritten, so what a writer appends meanwhile cannot change
         // them (it is simply not part of this read).
@@ -1279,13 +1275,9 @@ pub fn read_text(
     compression: Compression,
     limits: &Limits,
 ) -> Result<(String, FileIdentity)> {
-    let mut file = nofollow::open_read(path, nofollow::LOG_DEPTH)
+    let (mut file, meta) = nofollow::open_regular(path, nofollow::LOG_DEPTH)
         .map_err(|e| nofollow::io_err("cannot open", path, nofollow::LOG_DEPTH, e))?;
-    let identity = FileIdentity::of(
-        &file
-            .metadata()
-            .map_err(|e| io_err("cannot stat", path, e))?,
-    );
+    let identity = FileIdentity::of(&meta);
     let cap = match compression {
         Compression::None => limits.max_log_bytes,
         Compression::Zstd => zstd_file_cap(limits),
@@ -1359,8 +1351,8 @@ pub fn peek_header(
     dec: &mut FrameDecoder,
     limits: &Limits,
 ) -> Result<Option<(SessionHeader, FileIdentity)>> {
-    let file = match nofollow::open_read(path, nofollow::LOG_DEPTH) {
-        Ok(f) => f,
+    let (file, meta) = match nofollow::open_regular(path, nofollow::LOG_DEPTH) {
+        Ok(opened) => opened,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
             return Err(nofollow::io_err(
@@ -1371,13 +1363,14 @@ pub fn peek_header(
             ));
         }
     };
-    peek_header_file(file, path, compression, dec, limits)
+    peek_header_file(file, &meta, path, compression, dec, limits)
 }
 
 /// [`peek_header`] of the log at `path`, already opened (a listing opens
 /// each file relative to its directories' descriptors).
 pub fn peek_header_file(
     mut file: File,
+    meta: &std::fs::Metadata,
     path: &Path,
     compression: Compression,
     dec: &mut FrameDecoder,
@@ -1391,11 +1384,7 @@ pub fn peek_header_file(
     // A header frame that decodes within the record limit is no larger
     // than this compressed (raw blocks add 3 bytes per 128 KiB).
     let frame_cap = record.saturating_add(record / 64).saturating_add(1024);
-    let identity = FileIdentity::of(
-        &file
-            .metadata()
-            .map_err(|e| io_err("cannot stat", path, e))?,
-    );
+    let identity = FileIdentity::of(meta);
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = 4096usize;
     let line: Vec<u8> = loop {

@@ -66,7 +66,7 @@ pub fn read_intact_prefix(
     compression: Compression,
     limits: &Limits,
 ) -> Result<IntactPrefix> {
-    let mut file = nofollow::open_read(path, nofollow::LOG_DEPTH)
+    let (mut file, _) = nofollow::open_regular(path, nofollow::LOG_DEPTH)
         .map_err(|e| nofollow::io_err("cannot open", path, nofollow::LOG_DEPTH, e))?;
     let cap = limits.max_log_bytes.saturating_mul(2);
     let mut buf = Vec::new();

@@ -63,11 +63,8 @@ fn contiguous(events: &[Event], before: Option<u64>) -> bool {
 }
 
 fn open(path: &Path) -> Result<(File, FileIdentity)> {
-    let file = nofollow::open_read(path, nofollow::LOG_DEPTH)
+    let (file, meta) = nofollow::open_regular(path, nofollow::LOG_DEPTH)
         .map_err(|e| nofollow::io_err("cannot open", path, nofollow::LOG_DEPTH, e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| io_err("cannot stat", path, e))?;
     Ok((file, FileIdentity::of(&meta)))
 }
 

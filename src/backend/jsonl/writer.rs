@@ -146,11 +146,22 @@ pub struct OpenLog {
 }
 
 impl OpenLog {
-    /// Opens `path` with `O_APPEND` (no link inside the root followed).
-    /// `Ok(None)` when it does not exist.
+    /// Opens `path` with `O_APPEND` (no link inside the root followed; the
+    /// open never waits, and anything but a regular file is refused, as
+    /// [`nofollow::open_regular_at`] does for reads). `Ok(None)` when it
+    /// does not exist.
     pub fn open(path: &Path) -> Result<Option<OpenLog>> {
-        let file = match nofollow::open_file(path, LOG_DEPTH, OFlags::WRONLY | OFlags::APPEND, 0) {
-            Ok(f) => f,
+        let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::NONBLOCK;
+        let opened = nofollow::open_file(path, LOG_DEPTH, flags, 0).and_then(|file| {
+            let meta = file.metadata()?;
+            if meta.is_file() {
+                Ok((file, meta))
+            } else {
+                Err(nofollow::not_regular())
+            }
+        });
+        let (file, meta) = match opened {
+            Ok(opened) => opened,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
                 return Err(nofollow::io_err(
@@ -161,9 +172,6 @@ impl OpenLog {
                 ));
             }
         };
-        let meta = file
-            .metadata()
-            .map_err(|e| io_err("cannot stat", path, e))?;
         Ok(Some(OpenLog {
             path: path.to_path_buf(),
             file,
@@ -249,6 +257,26 @@ mod tests {
         let path = dir.join("session.jsonl");
         create_log(&path, content).unwrap();
         (base, path)
+    }
+
+    #[test]
+    fn a_fifo_in_place_of_the_log_is_refused_without_waiting() {
+        let (base, path) = new_log("writer-fifo", b"h\n");
+        std::fs::remove_file(&path).unwrap();
+        let fifo = crate::backend::test_fifo::TestFifo::new(&path);
+        // No reader: a blocking write-only open would wait for one.
+        let e = OpenLog::open(&path).err().expect("refused");
+        assert_eq!(e.kind(), crate::error::ErrorKind::Io, "{e}");
+        assert!(e.to_string().contains("session.jsonl"), "{e}");
+        // With a reader the open succeeds, and the type check refuses it.
+        let reader =
+            nofollow::open_file(&path, LOG_DEPTH, OFlags::RDONLY | OFlags::NONBLOCK, 0).unwrap();
+        let e = OpenLog::open(&path).err().expect("refused");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        drop(reader);
+        fifo.assert_never_waited_on();
+        drop(fifo);
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
