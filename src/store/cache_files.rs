@@ -9,8 +9,14 @@
 //! a miss ([`unsealed`], [`read_at_most`]), never a wrong answer.
 
 use std::io::{Read as _, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
+
+use std::os::fd::OwnedFd;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+use crate::backend::jsonl::nofollow;
 
 /// The cache file of `id` of one kind: `dir/<kind>/<hash of id>.<ext>`.
 /// FNV-1a, 64 bits: a stable name across processes; the id is also stored
@@ -59,12 +65,22 @@ pub fn unsealed<'a>(bytes: &'a [u8], magic: &[u8]) -> Option<&'a [u8]> {
     all.strip_prefix(magic)
 }
 
+/// Components of a cache file's path that are never followed if they are
+/// symbolic links: the cache directory's own name, the kind's directory
+/// and the file. The cache directory is inside a JSONL root, or made by the
+/// store beside a database or inside a configured `cacheDir`; a link found
+/// there was planted, and following it could write outside (what lies above
+/// the cache directory, the root or the configured directory, is resolved as
+/// usual).
+const CACHE_FILE_DEPTH: usize = 3;
+
 /// The bytes of the file at `path` when it is at most `max_bytes` long
 /// (a file larger than the store could have written is a miss, not a read
-/// of gigabytes into memory).
+/// of gigabytes into memory). A link, or anything but a regular file (a
+/// FIFO, whose open would wait for a writer), is a miss too.
 pub fn read_at_most(path: &Path, max_bytes: u64) -> Option<Vec<u8>> {
-    let f = std::fs::File::open(path).ok()?;
-    let len = f.metadata().ok()?.len();
+    let (f, meta) = nofollow::open_regular(path, CACHE_FILE_DEPTH).ok()?;
+    let len = meta.len();
     if len > max_bytes {
         return None;
     }
@@ -76,37 +92,67 @@ pub fn read_at_most(path: &Path, max_bytes: u64) -> Option<Vec<u8>> {
     (out.len() as u64 <= max_bytes).then_some(out)
 }
 
-/// Writes `bytes` to `path` (best effort, see the module note).
-pub fn write_private(path: &Path, bytes: &[u8]) {
-    let Some(parent) = path.parent() else { return };
-    if std::fs::DirBuilder::new()
+/// Opens `kind_dir` (`<cache dir>/<kind>`), making it and the cache
+/// directory (0700) when missing, neither followed if it is a link; what
+/// lies above the cache directory is made as `mkdir -p` would.
+fn make_kind_dir(kind_dir: &Path) -> Option<OwnedFd> {
+    let cache = kind_dir.parent()?;
+    let base = cache.parent()?;
+    let base = if base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        base
+    };
+    std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(parent)
-        .is_err()
-    {
-        return;
+        .create(base)
+        .ok()?;
+    let mut fd = nofollow::open_dir(base, 0).ok()?;
+    for name in [cache.file_name()?, kind_dir.file_name()?] {
+        match rustix::fs::mkdirat(&fd, name, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(_) => return None,
+        }
+        fd = nofollow::dir_at(&fd, name).ok()?;
     }
+    Some(fd)
+}
+
+/// Writes `bytes` to `path` (best effort, see the module note): a temp file
+/// made exclusively (never an existing file or a link) in the kind's
+/// directory, opened without following links, then renamed over `path`
+/// within that directory.
+pub fn write_private(path: &Path, bytes: &[u8]) {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let Some(dir) = make_kind_dir(parent) else {
+        return;
+    };
     // Unique per write, not only per process: two stores of one process
     // may write the same session's file at once (each then renames a
     // whole file of its own; the last rename wins).
     static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let tmp = parent.join(format!(
+    let tmp = format!(
         ".{}.{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("cache"),
+        name.to_str().unwrap_or("cache"),
         std::process::id(),
         WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    let ok = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(bytes))
-        .and_then(|()| std::fs::rename(&tmp, path));
+    );
+    let Ok(mut file) = nofollow::open_file_at(
+        &dir,
+        tmp.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
+        0o600,
+    ) else {
+        return;
+    };
+    let ok = file
+        .write_all(bytes)
+        .and_then(|()| Ok(rustix::fs::renameat(&dir, tmp.as_str(), &dir, name)?));
     if ok.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
     }
 }
 
