@@ -168,4 +168,34 @@ fn a_symlinked_project_alias_reads_and_writes_go_to_the_real_file() {
             .unwrap()
             .contains(r#""seq":2"#)
     );
+    // A delete removes the real session directory; the alias link stays.
+    store.delete("physical-alias").unwrap();
+    assert!(!file.exists());
+    assert!(root.join("--alias--").is_symlink());
+    assert_eq!(store.list().unwrap().len(), 0);
+}
+
+#[test]
+fn a_link_in_place_of_the_trash_is_refused_and_nothing_moves_outside() {
+    let dir = TempDir::new("trash-link");
+    let outside = dir.path().join("OUTSIDE");
+    std::fs::create_dir(&outside).unwrap();
+    let root = dir.path().join("root");
+    let store = open(&root, "zstd");
+    for id in ["a", "b"] {
+        store.create(SessionHeader::new(id, 1)).unwrap();
+        store.append_json(id, TURN).unwrap();
+    }
+    let trash = root.join(".dsh-persist-trash");
+    symlink(&outside, &trash).unwrap();
+    refused_as_link(store.delete("a").unwrap_err(), &trash);
+    assert_eq!(files_under(&outside), Vec::<String>::new());
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    assert_eq!(store.inspect("a").unwrap().events.len(), 2, "still there");
+    // Removed, as the message says: deletes work again.
+    std::fs::remove_file(&trash).unwrap();
+    store.delete("a").unwrap();
+    let ids: Vec<String> = store.list().unwrap().into_iter().map(|h| h.id).collect();
+    assert_eq!(ids, ["b"]);
+    assert!(std::fs::symlink_metadata(&trash).unwrap().is_dir());
 }

@@ -13,8 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::layout;
-use crate::backend::dirs;
+use super::{layout, nofollow};
 use crate::error::{Error, Result};
 
 /// The trash directory at the root of a JSONL store.
@@ -32,36 +31,53 @@ fn unique_name(escaped_id: &str) -> String {
 
 /// Moves `session_dir` out of the root's namespace, durably, then removes
 /// it. `session_dir` is a real directory (the caller found it with
-/// `symlink_metadata`), `root` the store root.
+/// `symlink_metadata`), `root` the store root. The project directory, the
+/// trash and its new slot are opened without following links (D5): a link
+/// planted in place of the trash is refused, never followed (the session
+/// would be moved outside the root), and the move itself is one `renameat`
+/// between those descriptors.
 pub fn remove_session_dir(root: &Path, session_dir: &Path) -> Result<()> {
     let trash = root.join(TRASH_DIR_NAME);
-    dirs::create_dir(&trash)?;
+    let refused = |what: &str, path: &Path, inside: usize, e: std::io::Error| {
+        nofollow::io_err(what, path, inside, e)
+    };
+    let trash_fd = nofollow::create_dir(&trash, 1)
+        .map_err(|e| refused("cannot create directory", &trash, 1, e))?;
     let name = session_dir
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| Error::invariant("a session directory without a name"))?;
     let slot = trash.join(unique_name(name));
-    dirs::create_dir(&slot)?;
+    let slot_fd = nofollow::create_dir(&slot, 2)
+        .map_err(|e| refused("cannot create directory", &slot, 2, e))?;
+    let (project_fd, _) = nofollow::open_parent(session_dir, nofollow::SESSION_DEPTH)
+        .map_err(|e| refused("cannot open", session_dir, nofollow::SESSION_DEPTH, e))?;
     let moved: PathBuf = slot.join(name);
-    std::fs::rename(session_dir, &moved).map_err(|e| {
+    rustix::fs::renameat(&project_fd, name, &slot_fd, name).map_err(|e| {
         Error::io(
             format!(
                 "cannot move {} to {}",
                 session_dir.display(),
                 moved.display()
             ),
-            e,
+            e.into(),
         )
     })?;
+    let sync = |fd: &std::os::fd::OwnedFd, dir: &Path| {
+        rustix::io::dup(fd)
+            .map_err(std::io::Error::from)
+            .and_then(|d| crate::fault::sync_dir(&std::fs::File::from(d)))
+            .map_err(|e| layout::io_err("cannot fsync directory", dir, e))
+    };
     if let Some(project) = session_dir.parent() {
-        dirs::fsync_dir(project)?;
+        sync(&project_fd, project)?;
     }
-    dirs::fsync_dir(&slot)?;
+    sync(&slot_fd, &slot)?;
     // `remove_dir_all` never follows symbolic links (it removes the link).
     std::fs::remove_dir_all(&slot)
         .map_err(|e| layout::io_err("cannot remove the deleted session", &slot, e))?;
-    dirs::fsync_dir(&trash)?;
-    sweep_leftovers(&trash);
+    sync(&trash_fd, &trash)?;
+    sweep_trash(root);
     Ok(())
 }
 
