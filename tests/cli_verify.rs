@@ -107,6 +107,83 @@ fn torn_tails_are_named_but_not_repaired() {
 }
 
 #[test]
+fn a_fifo_planted_as_a_writer_lock_is_named_not_waited_on() {
+    let store = FixtureStore::new("jsonl-zstd-packed");
+    let locks = store.path.join(".dsh-persist-locks");
+    std::fs::create_dir(&locks).unwrap();
+    let fifo = locks.join("torn-a@lock");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let before = store.hashes();
+    // Under `timeout`: an open that waits on the FIFO exits 124, not hangs.
+    let timed = |sub: &str, rest: &[&str]| {
+        let mut args = vec![
+            "60".to_string(),
+            env!("CARGO_BIN_EXE_dsh-persist").to_string(),
+            "--json".to_string(),
+        ];
+        args.extend(store.args());
+        args.push(sub.to_string());
+        args.extend(rest.iter().map(|s| s.to_string()));
+        let out = std::process::Command::new("timeout")
+            .args(&args)
+            .output()
+            .unwrap();
+        let code = out.status.code().unwrap_or(-1);
+        assert_ne!(code, 124, "{sub} waited on the FIFO");
+        (
+            code,
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (code, stdout, stderr) = timed("verify", &[]);
+    assert_eq!(code, 4, "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let p = problem(&v, "foreign_file", None);
+    assert_eq!(p["path"].as_str().unwrap(), fifo.to_str().unwrap(), "{v:#}");
+    // The torn session whose writer cannot be asked: named with the lock.
+    let sessions: Vec<(String, String)> = problems(&v)
+        .into_iter()
+        .filter(|p| p.1 != "foreign_file")
+        .map(|p| (p.0, p.1))
+        .collect();
+    let kinds = |id: &str, kind: &str| (id.to_string(), kind.to_string());
+    assert_eq!(
+        sessions,
+        [
+            kinds("torn-a", "io"),
+            kinds("torn-b", "torn_tail"),
+            kinds("torn-c", "torn_tail"),
+            kinds("torn-d", "torn_tail")
+        ],
+        "{v:#}"
+    );
+    let p = problem(&v, "io", Some("torn-a"));
+    let message = p["message"].as_str().unwrap();
+    assert!(
+        message.contains("is not a regular file") && message.contains("torn-a@lock"),
+        "{message}"
+    );
+    // Reading the torn session asks for its writer: refused, named.
+    for sub in ["inspect", "load"] {
+        let (code, _, stderr) = timed(sub, &["torn-a"]);
+        assert_eq!(code, 1, "{sub}: {stderr}");
+        assert!(
+            stderr.contains("is not a regular file") && stderr.contains("torn-a@lock"),
+            "{sub}: {stderr}"
+        );
+    }
+    assert_eq!(before, store.hashes(), "nothing written");
+}
+
+#[test]
 fn a_clean_store_exits_0() {
     for case in ["sqlite-corpus", "jsonl-none-legacy", "sqlite-legacy"] {
         let store = FixtureStore::new(case);

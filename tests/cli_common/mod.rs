@@ -159,9 +159,17 @@ fn walk(base: &Path, p: &Path, out: &mut BTreeMap<String, String>) {
             walk(base, &e.unwrap().path(), out);
         }
     } else {
-        let bytes = std::fs::read(p).unwrap();
         let rel = p.strip_prefix(base).unwrap().display().to_string();
-        out.insert(rel, format!("{:x}", Sha256::digest(&bytes)));
+        let value = if meta.is_file() {
+            format!("{:x}", Sha256::digest(std::fs::read(p).unwrap()))
+        } else if meta.is_symlink() {
+            format!("link to {}", std::fs::read_link(p).unwrap().display())
+        } else {
+            // A FIFO or socket: its kind, never read (a read of a FIFO
+            // would wait for a writer).
+            format!("{:?}", meta.file_type())
+        };
+        out.insert(rel, value);
     }
 }
 

@@ -26,7 +26,7 @@
 //! is still seen, and nothing is ever written.
 
 use std::ffi::OsString;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
@@ -191,7 +191,10 @@ pub fn read_header(path: &Path, compression: Compression) -> Result<SessionHeade
 
 fn read_header_within(path: &Path, compression: Compression, max: usize) -> Result<SessionHeader> {
     let raw_log = path.display().to_string();
-    let mut file = File::open(path).map_err(|e| io_err("cannot open", path, e))?;
+    // Not followed if a link, never waited on if a FIFO: the entry was a
+    // regular file when the directory was read, but may not be now.
+    let (mut file, _) = super::nofollow::open_regular(path, super::nofollow::LOG_DEPTH)
+        .map_err(|e| super::nofollow::io_err("cannot open", path, super::nofollow::LOG_DEPTH, e))?;
     let mut buf: Vec<u8> = Vec::new();
     loop {
         let len = buf.len();
