@@ -71,15 +71,18 @@ pub fn dir_at(parent: &OwnedFd, name: impl rustix::path::Arg) -> io::Result<Owne
     Ok(rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty())?)
 }
 
+/// Opens the directory above a layout (links followed, as for any path a
+/// user gives).
+fn open_base(base: &Path) -> io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    Ok(rustix::fs::open(base, flags, Mode::empty())?)
+}
+
 /// Opens the directory `path`, the last `inside` components without
 /// following links.
 pub fn open_dir(path: &Path, inside: usize) -> io::Result<OwnedFd> {
     let (base, names) = split(path, inside)?;
-    let mut fd = rustix::fs::open(
-        &base,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
+    let mut fd = open_base(&base)?;
     for name in names {
         fd = dir_at(&fd, name)?;
     }
@@ -197,12 +200,7 @@ fn is_link_at(dir: &OwnedFd, name: &std::ffi::OsStr) -> bool {
 /// The first component of `path` inside its root that is a symbolic link.
 pub fn link_inside(path: &Path, inside: usize) -> Option<PathBuf> {
     let (base, names) = split(path, inside).ok()?;
-    let mut fd = rustix::fs::open(
-        &base,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
+    let mut fd = open_base(&base).ok()?;
     let mut at = base;
     for name in names {
         at.push(name);
@@ -287,6 +285,50 @@ mod tests {
             "shorter than its layout"
         );
         assert!(open_regular(Path::new("../main/Cargo.toml"), 3).is_err());
+    }
+
+    #[test]
+    fn descriptors_are_directories_closed_on_exec() {
+        let cloexec = |fd: &OwnedFd| {
+            rustix::io::fcntl_getfd(fd)
+                .unwrap()
+                .contains(rustix::io::FdFlags::CLOEXEC)
+        };
+        // The tests run in the crate's directory.
+        let base = open_dir(Path::new("src"), 0).unwrap();
+        assert!(cloexec(&base));
+        assert!(cloexec(
+            &open_dir(Path::new("src/backend/jsonl"), 2).unwrap()
+        ));
+        assert!(cloexec(&dir_at(&base, "backend").unwrap()));
+        let (file, _) = open_regular(Path::new("src/lib.rs"), 2).unwrap();
+        assert!(cloexec(&OwnedFd::from(file)));
+        // A regular file is not a directory, above the layout or in it.
+        for inside in [0, 1] {
+            let e = open_dir(Path::new("src/lib.rs"), inside).unwrap_err();
+            assert_eq!(
+                e.raw_os_error(),
+                Some(rustix::io::Errno::NOTDIR.raw_os_error())
+            );
+        }
+    }
+
+    #[test]
+    fn metadata_of_a_fifo_does_not_wait_on_it() {
+        use std::os::unix::fs::FileTypeExt;
+        let base = std::env::temp_dir().join(format!(
+            "dsh-meta-fifo-{}-{}",
+            std::process::id(),
+            super::super::revision::random_u64()
+        ));
+        let dir = base.join("p").join("s");
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = crate::backend::test_fifo::TestFifo::new(&dir.join("log"));
+        let meta = metadata(&dir.join("log"), LOG_DEPTH).unwrap();
+        assert!(meta.file_type().is_fifo());
+        fifo.assert_never_waited_on();
+        drop(fifo);
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
