@@ -9,10 +9,9 @@
 //! a miss ([`unsealed`], [`read_at_most`]), never a wrong answer.
 
 use std::io::{Read as _, Write as _};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
-
-use std::os::fd::OwnedFd;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 

@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::writer::fsync_dir;
 use super::{layout, nofollow};
 use crate::error::{Error, Result};
 
@@ -38,20 +39,17 @@ fn unique_name(escaped_id: &str) -> String {
 /// between those descriptors.
 pub fn remove_session_dir(root: &Path, session_dir: &Path) -> Result<()> {
     let trash = root.join(TRASH_DIR_NAME);
-    let refused = |what: &str, path: &Path, inside: usize, e: std::io::Error| {
-        nofollow::io_err(what, path, inside, e)
-    };
     let trash_fd = nofollow::create_dir(&trash, 1)
-        .map_err(|e| refused("cannot create directory", &trash, 1, e))?;
+        .map_err(|e| nofollow::io_err("cannot create directory", &trash, 1, e))?;
     let name = session_dir
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| Error::invariant("a session directory without a name"))?;
     let slot = trash.join(unique_name(name));
     let slot_fd = nofollow::create_dir(&slot, 2)
-        .map_err(|e| refused("cannot create directory", &slot, 2, e))?;
+        .map_err(|e| nofollow::io_err("cannot create directory", &slot, 2, e))?;
     let (project_fd, _) = nofollow::open_parent(session_dir, nofollow::SESSION_DEPTH)
-        .map_err(|e| refused("cannot open", session_dir, nofollow::SESSION_DEPTH, e))?;
+        .map_err(|e| nofollow::io_err("cannot open", session_dir, nofollow::SESSION_DEPTH, e))?;
     let moved: PathBuf = slot.join(name);
     rustix::fs::renameat(&project_fd, name, &slot_fd, name).map_err(|e| {
         Error::io(
@@ -63,20 +61,14 @@ pub fn remove_session_dir(root: &Path, session_dir: &Path) -> Result<()> {
             e.into(),
         )
     })?;
-    let sync = |fd: &std::os::fd::OwnedFd, dir: &Path| {
-        rustix::io::dup(fd)
-            .map_err(std::io::Error::from)
-            .and_then(|d| crate::fault::sync_dir(&std::fs::File::from(d)))
-            .map_err(|e| layout::io_err("cannot fsync directory", dir, e))
-    };
     if let Some(project) = session_dir.parent() {
-        sync(&project_fd, project)?;
+        fsync_dir(&project_fd, project)?;
     }
-    sync(&slot_fd, &slot)?;
+    fsync_dir(&slot_fd, &slot)?;
     // `remove_dir_all` never follows symbolic links (it removes the link).
     std::fs::remove_dir_all(&slot)
         .map_err(|e| layout::io_err("cannot remove the deleted session", &slot, e))?;
-    sync(&trash_fd, &trash)?;
+    fsync_dir(&trash_fd, &trash)?;
     sweep_trash(root);
     Ok(())
 }

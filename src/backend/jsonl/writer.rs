@@ -41,7 +41,7 @@ pub fn batch_text(prefix_lines: &[String], records: &[Record]) -> String {
     out
 }
 
-fn fsync_dir(dir: &OwnedFd, path: &Path) -> Result<()> {
+pub(super) fn fsync_dir(dir: &OwnedFd, path: &Path) -> Result<()> {
     rustix::io::dup(dir)
         .map_err(io::Error::from)
         .and_then(|d| fault::sync_dir(&File::from(d)))
