@@ -292,3 +292,55 @@ fn links_and_fifos_in_the_cache_directory_are_never_followed_or_waited_on() {
         }
     }
 }
+
+#[test]
+fn a_fifo_or_link_beside_a_sqlite_database_is_refused_not_waited_on() {
+    let dir = TempDir::new("special-sqlite");
+    let (_, config, files) = stores(dir.path()).pop().unwrap();
+    write_a_turn(&config, "s");
+    let db = files.join("sessions.db");
+    for suffix in ["-journal", "-wal", "-shm"] {
+        let companion = files.join(format!("sessions.db{suffix}"));
+        for planted in ["fifo", "link", "directory"] {
+            match planted {
+                "fifo" => mkfifo(&companion),
+                "link" => {
+                    std::os::unix::fs::symlink(dir.path().join("elsewhere"), &companion).unwrap()
+                }
+                _ => std::fs::create_dir(&companion).unwrap(),
+            }
+            let before = snapshot(&files);
+            let what = format!("a {planted} as sessions.db{suffix}");
+            let (config2, db2) = (config.clone(), db.clone());
+            let (open, write) = within(&what, move || {
+                // The open reads the database's identity; a write (on a
+                // store opened while the file was away) opens it to write.
+                let open = Store::open_json(&config2).map(|_| ());
+                let away = db2.with_extension("away");
+                std::fs::rename(&db2, &away).unwrap();
+                let store = Store::open_json(&config2).unwrap();
+                std::fs::rename(&away, &db2).unwrap();
+                let write = store.create(SessionHeader::new("t", 1));
+                (open, write)
+            });
+            for (step, result) in [("open", open), ("write", write)] {
+                let e = result.unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{what}, {step}: {e}");
+                let text = e.to_string();
+                assert!(
+                    text.contains("is not a regular file")
+                        && text.contains(&companion.display().to_string()),
+                    "{what}, {step}: {text}"
+                );
+            }
+            assert_eq!(snapshot(&files), before, "{what}: nothing written");
+            match planted {
+                "directory" => std::fs::remove_dir(&companion).unwrap(),
+                _ => std::fs::remove_file(&companion).unwrap(),
+            }
+        }
+    }
+    let store = Store::open_json(&config).unwrap();
+    assert_eq!(store.inspect("s").unwrap().events.len(), 2);
+    assert!(db.is_file());
+}
