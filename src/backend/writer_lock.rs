@@ -201,20 +201,22 @@ fn check_lock_file(file: &File, path: &Path) -> Result<()> {
     }
 }
 
-/// An open of the lock file at `path` failed with `e`: what a directory
-/// (`EISDIR` for a writable open) or a socket (`ENXIO`) there answers is
-/// reported as the file that is not a regular one.
+/// An open of the lock file at `path` failed with `e`: what a link
+/// (`ELOOP`, `O_NOFOLLOW`), a directory (`EISDIR` for a writable open) or a
+/// socket (`ENXIO`) there answers is reported as the file that is not a
+/// regular one.
 fn open_lock_error(path: &Path, e: io::Error) -> Error {
-    let errno = e.raw_os_error().map(rustix::io::Errno::from_raw_os_error);
+    use rustix::io::Errno;
+    let errno = e.raw_os_error().map(Errno::from_raw_os_error);
     match errno {
-        Some(rustix::io::Errno::ISDIR | rustix::io::Errno::NXIO) => not_a_lock_file(path),
+        Some(Errno::LOOP | Errno::ISDIR | Errno::NXIO) => not_a_lock_file(path),
         _ => io_err("cannot open the writer lock", path, e),
     }
 }
 
 fn not_a_lock_file(path: &Path) -> Error {
     Error::io_msg(format!(
-        "the writer lock {} is not a regular file (a directory, FIFO, socket or device was put there; the store only makes regular files): remove it",
+        "the writer lock {} is not a regular file (a link, directory, FIFO, socket or device was put there; the store only makes regular files): remove it",
         quote(&path.display().to_string())
     ))
 }
@@ -475,16 +477,20 @@ mod tests {
     }
 
     #[test]
-    fn a_fifo_or_directory_as_the_lock_file_is_refused_without_waiting() {
+    fn a_fifo_directory_or_link_as_the_lock_file_is_refused_without_waiting() {
         let dir = temp_dir("special");
         let locks = dir.join("locks");
         fs::create_dir_all(&locks).unwrap();
         let space = LockSpace::files(locks.clone());
         let path = locks.join("s@lock");
-        for planted in ["fifo", "directory"] {
+        let outside = dir.join("outside");
+        fs::write(&outside, b"not a lock").unwrap();
+        for planted in ["fifo", "directory", "link"] {
             let fifo = (planted == "fifo").then(|| crate::backend::test_fifo::TestFifo::new(&path));
-            if fifo.is_none() {
-                fs::create_dir(&path).unwrap();
+            match planted {
+                "directory" => fs::create_dir(&path).unwrap(),
+                "link" => std::os::unix::fs::symlink(&outside, &path).unwrap(),
+                _ => {}
             }
             // A probe's read-only open of a FIFO would wait for a writer
             // (holding the lock table: every writer of the process waits).
@@ -503,13 +509,40 @@ mod tests {
             assert!(!meta.is_file(), "{planted}");
             if let Some(fifo) = fifo {
                 fifo.assert_never_waited_on();
-                drop(fifo);
-                fs::remove_file(&path).unwrap();
-            } else {
+            }
+            if planted == "directory" {
                 fs::remove_dir(&path).unwrap();
+            } else {
+                fs::remove_file(&path).unwrap();
             }
         }
+        assert_eq!(fs::read(&outside).unwrap(), b"not a lock", "never opened");
         let _g = space.lock("s").expect("removed: the lock works again");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_held_lock_file_is_closed_on_exec() {
+        let dir = temp_dir("cloexec");
+        let space = LockSpace::files(dir.join("locks"));
+        let guard = space.lock("s").unwrap();
+        let path = dir.join("locks").join("s@lock");
+        // The descriptor that holds the lock, found by its path.
+        let fd = fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .flatten()
+            .find(|e| fs::read_link(e.path()).is_ok_and(|t| t == path))
+            .expect("the lock file is open")
+            .file_name();
+        let info = fs::read_to_string(Path::new("/proc/self/fdinfo").join(&fd)).unwrap();
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .map(|f| u32::from_str_radix(f.trim(), 8).unwrap())
+            .unwrap();
+        assert_ne!(flags & OFlags::CLOEXEC.bits(), 0, "flags {flags:o}");
+        assert_ne!(flags & OFlags::NONBLOCK.bits(), 0, "flags {flags:o}");
+        drop(guard);
         fs::remove_dir_all(&dir).unwrap();
     }
 
