@@ -64,23 +64,33 @@ fn stores(dir: &Path) -> Vec<(&'static str, String, PathBuf)> {
 
 const OPEN_TURN: &str = r#"[{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}]"#;
 
-/// Every regular file under `dir` with its bytes (what must not change).
-fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+/// Every entry under `dir`, files and directories, by path.
+fn entries_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let e = e.unwrap();
-            let ft = e.file_type().unwrap();
-            if ft.is_dir() {
+            if e.file_type().unwrap().is_dir() {
                 stack.push(e.path());
-            } else if ft.is_file() {
-                out.push((e.path(), std::fs::read(e.path()).unwrap()));
             }
+            out.push(e.path());
         }
     }
     out.sort();
     out
+}
+
+/// Every regular file under `dir` with its bytes (what must not change).
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    entries_under(dir)
+        .into_iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect()
 }
 
 fn refused_lock(e: dsh_persist::Error, lock: &Path, what: &str) {
@@ -172,12 +182,7 @@ fn a_fifo_in_place_of_a_log_is_not_a_session_and_is_left_alone() {
         let config2 = config.clone();
         let (list, inspect, append) = within(name, move || {
             let store = Store::open_json(&config2).unwrap();
-            let list: Vec<String> = store
-                .list()
-                .unwrap()
-                .into_iter()
-                .map(|h| h.id.clone())
-                .collect();
+            let list: Vec<String> = store.list().unwrap().into_iter().map(|h| h.id).collect();
             let inspect = store.inspect("b").map(|v| v.events.len());
             let append = store.append_json(
                 "b",
@@ -191,23 +196,6 @@ fn a_fifo_in_place_of_a_log_is_not_a_session_and_is_left_alone() {
         assert_eq!(snapshot(&root), before, "{name}: nothing written");
         assert!(is_fifo(&log), "{name}: the FIFO stays");
     }
-}
-
-/// Every entry under `dir`, files and directories, by path.
-fn entries_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            }
-            out.push(e.path());
-        }
-    }
-    out.sort();
-    out
 }
 
 /// The cache directory of a store writing into `files` (SPEC: the JSONL
