@@ -182,14 +182,7 @@ fn a_stored_line_nested_too_deep_is_corruption_not_a_crash() {
     let dir = TempDir::new("bad-deep-stored");
     let store = open(Kind::Raw, dir.path());
     let live = store.start(header("deep")).unwrap();
-    live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default())
-        .unwrap();
-    live.append(
-        "turn/end",
-        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
-        &AppendOptions::default(),
-    )
-    .unwrap();
+    support::append_whole_turn(&live);
     live.close().unwrap();
     let path = match store.locate(&header("deep")).unwrap() {
         Some(dsh_persist::backend::Location::Jsonl { path }) => path,

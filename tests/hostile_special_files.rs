@@ -213,14 +213,7 @@ fn cache_dir(name: &str, files: &Path) -> PathBuf {
 fn write_a_turn(config: &str, id: &str) {
     let store = Store::open_json(config).unwrap();
     let live = store.start(SessionHeader::new(id, 1)).unwrap();
-    live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default())
-        .unwrap();
-    live.append(
-        "turn/end",
-        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
-        &AppendOptions::default(),
-    )
-    .unwrap();
+    support::append_whole_turn(&live);
     live.close().unwrap();
     store.close().unwrap();
 }

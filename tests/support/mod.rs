@@ -215,3 +215,15 @@ pub fn incompressible_text(n: usize) -> String {
     }
     out
 }
+
+/// Appends turn 1 whole (`turn/start`, then `turn/end` completed) to `live`.
+pub fn append_whole_turn(live: &dsh_persist::store::LiveSession) {
+    let opts = dsh_persist::store::AppendOptions::default();
+    live.append("turn/start", r#"{"turn":1}"#, &opts).unwrap();
+    live.append(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        &opts,
+    )
+    .unwrap();
+}
