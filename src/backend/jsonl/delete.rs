@@ -105,3 +105,48 @@ fn sweep_leftovers(trash: &Path) {
         let _ = std::fs::remove_dir_all(entry.path());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_names_start_with_the_pid_and_never_repeat() {
+        let (a, b) = (unique_name("s~002Fx"), unique_name("s~002Fx"));
+        assert_ne!(a, b);
+        for name in [a, b] {
+            let mut parts = name.splitn(2, '.');
+            assert_eq!(parts.next(), Some(std::process::id().to_string().as_str()));
+            assert!(parts.next().unwrap().starts_with("s~002Fx."), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_sweep_removes_only_slots_of_processes_that_are_gone() {
+        let root = std::env::temp_dir().join(format!(
+            "dsh-trash-sweep-{}-{}",
+            std::process::id(),
+            super::super::revision::random_u64()
+        ));
+        let trash = root.join(TRASH_DIR_NAME);
+        // A process that has exited: its pid is free (and, on this
+        // test's time scale, not reused).
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let slots = [
+            (format!("{gone}.s.1"), false),
+            (format!("{}.s.2", std::process::id()), true),
+            ("1.s.3".to_string(), true), // init runs
+            ("notes".to_string(), true), // not a slot
+        ];
+        for (slot, _) in &slots {
+            std::fs::create_dir_all(trash.join(slot).join("s")).unwrap();
+        }
+        sweep_trash(&root);
+        for (slot, kept) in &slots {
+            assert_eq!(trash.join(slot).exists(), *kept, "{slot}");
+        }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
