@@ -132,7 +132,17 @@ pub fn open_regular_at(
     dir: &OwnedFd,
     name: impl rustix::path::Arg,
 ) -> io::Result<(File, std::fs::Metadata)> {
-    let file = open_file_at(dir, name, OFlags::RDONLY | OFlags::NONBLOCK, 0)?;
+    regular(open_file_at(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NONBLOCK,
+        0,
+    )?)
+}
+
+/// `file` with its metadata when it is a regular file, else
+/// [`not_regular`].
+pub fn regular(file: File) -> io::Result<(File, std::fs::Metadata)> {
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(not_regular());

@@ -152,14 +152,7 @@ impl OpenLog {
     /// does not exist.
     pub fn open(path: &Path) -> Result<Option<OpenLog>> {
         let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::NONBLOCK;
-        let opened = nofollow::open_file(path, LOG_DEPTH, flags, 0).and_then(|file| {
-            let meta = file.metadata()?;
-            if meta.is_file() {
-                Ok((file, meta))
-            } else {
-                Err(nofollow::not_regular())
-            }
-        });
+        let opened = nofollow::open_file(path, LOG_DEPTH, flags, 0).and_then(nofollow::regular);
         let (file, meta) = match opened {
             Ok(opened) => opened,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
