@@ -187,15 +187,16 @@ fn lock_file_flags() -> i32 {
     (OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK).bits() as i32
 }
 
-/// Refuses a lock file that is not a regular file (a FIFO, socket, device
-/// or directory planted at `path`): the store only ever makes regular
-/// files there, and a lock on anything else is not one a writer would see.
-fn check_lock_file(file: &File, path: &Path) -> Result<()> {
+/// The metadata of the open lock file, refusing one that is not a regular
+/// file (a FIFO, socket, device or directory planted at `path`): the store
+/// only ever makes regular files there, and a lock on anything else is not
+/// one a writer would see.
+fn check_lock_file(file: &File, path: &Path) -> Result<fs::Metadata> {
     let meta = file
         .metadata()
         .map_err(|e| io_err("cannot stat the writer lock", path, e))?;
     if meta.is_file() {
-        Ok(())
+        Ok(meta)
     } else {
         Err(not_a_lock_file(path))
     }
@@ -304,7 +305,9 @@ fn lock_file(dir: &Path, id: &str, name: String) -> Result<WriterLock> {
             .custom_flags(lock_file_flags())
             .open(&path)
             .map_err(|e| open_lock_error(&path, e))?;
-        check_lock_file(&file, &path)?;
+        // Its identity, for the check after locking (an open file's device
+        // and inode do not change).
+        let ours = check_lock_file(&file, &path)?;
         match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => {
@@ -331,9 +334,6 @@ fn lock_file(dir: &Path, id: &str, name: String) -> Result<WriterLock> {
         }
         // The previous holder may have unlinked the file between our open
         // and our lock: then we hold a lock nobody else can see.
-        let ours = file
-            .metadata()
-            .map_err(|e| io_err("cannot stat the writer lock", &path, e))?;
         match fs::symlink_metadata(&path) {
             Ok(m) if m.dev() == ours.dev() && m.ino() == ours.ino() => {}
             Ok(_) => continue,

@@ -32,11 +32,11 @@ use std::path::{Path, PathBuf};
 
 use super::JsonlBackend;
 use super::codec_zstd::{DecodeEnd, FrameDecoder};
-use super::frames;
 use super::layout::{self, Compression, flat_layout_error, io_err, wrong_encoding_error};
 use super::reader::{
     frame_failed, header_frame_not_one_line, no_header, parse_header_line, zstd_corrupt,
 };
+use super::{frames, nofollow};
 use crate::backend::catalog::CACHE_DIR_NAME;
 use crate::backend::scan::{Finding, FindingKind, ScannedSession, StoreScan};
 use crate::backend::writer_lock::LOCK_DIR_NAME;
@@ -193,8 +193,8 @@ fn read_header_within(path: &Path, compression: Compression, max: usize) -> Resu
     let raw_log = path.display().to_string();
     // Not followed if a link, never waited on if a FIFO: the entry was a
     // regular file when the directory was read, but may not be now.
-    let (mut file, _) = super::nofollow::open_regular(path, super::nofollow::LOG_DEPTH)
-        .map_err(|e| super::nofollow::io_err("cannot open", path, super::nofollow::LOG_DEPTH, e))?;
+    let (mut file, _) = nofollow::open_regular(path, nofollow::LOG_DEPTH)
+        .map_err(|e| nofollow::io_err("cannot open", path, nofollow::LOG_DEPTH, e))?;
     let mut buf: Vec<u8> = Vec::new();
     loop {
         let len = buf.len();
