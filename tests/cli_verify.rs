@@ -112,14 +112,7 @@ fn a_fifo_planted_as_a_writer_lock_is_named_not_waited_on() {
     let locks = store.path.join(".dsh-persist-locks");
     std::fs::create_dir(&locks).unwrap();
     let fifo = locks.join("torn-a@lock");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    mkfifo(&fifo);
     let before = store.hashes();
     // Under `timeout`: an open that waits on the FIFO exits 124, not hangs.
     let timed = |sub: &str, rest: &[&str]| {

@@ -15,12 +15,7 @@ use std::time::Duration;
 use dsh_persist::ErrorKind;
 use dsh_persist::model::header::SessionHeader;
 use dsh_persist::store::{AppendOptions, Store};
-use rustix::fs::{CWD, FileType, Mode};
-use support::TempDir;
-
-fn mkfifo(path: &Path) {
-    rustix::fs::mknodat(CWD, path, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
-}
+use support::{TempDir, mkfifo};
 
 fn is_fifo(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;

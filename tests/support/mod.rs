@@ -227,3 +227,9 @@ pub fn append_whole_turn(live: &dsh_persist::store::LiveSession) {
     )
     .unwrap();
 }
+
+/// Makes a FIFO (mode 0600) at `path`.
+pub fn mkfifo(path: &Path) {
+    use rustix::fs::{CWD, FileType, Mode};
+    rustix::fs::mknodat(CWD, path, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+}
