@@ -13,7 +13,7 @@ use dsh_persist::store::{
     StoreConfig,
 };
 use support::TempDir;
-use support::conv::{append_opts, complete_turn, user_message};
+use support::conv::{append_opts, complete_turn, text_delta, user_message};
 
 #[derive(Clone, Copy, Debug)]
 enum Kind {
@@ -394,4 +394,243 @@ fn follow_of_a_deleted_session_reports_not_found() {
         let mut a = store.follow("a", Some(0)).unwrap();
         assert!(!a.next_batch(Duration::from_millis(10)).unwrap().is_empty());
     });
+}
+
+/// A session of the workload's first 1,000 events: turn 1 complete, turn 2
+/// left open while it streamed (its chunk runs are packed rows in a row
+/// store, so the rows after the last `turn/end` are not one per seq).
+fn open_streamed_turn(store: &Store) -> Vec<dsh_persist::model::event::Event> {
+    let events = support::workload(1000);
+    store.create(header("w", "/w", 1_000)).unwrap();
+    store.append("w", events.clone()).unwrap();
+    events
+}
+
+/// The summary fields a window decides (not its size or revision).
+fn summary_fields(
+    s: &dsh_persist::store::catalog::SessionSummary,
+) -> (
+    u64,
+    i64,
+    u64,
+    bool,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+) {
+    (
+        s.event_count,
+        s.updated_at,
+        s.turn_count,
+        s.open_turn,
+        s.title.clone(),
+        s.first_prompt.clone(),
+        s.last_prompt.clone(),
+    )
+}
+
+/// Runs `query` (one integer) on the SQLite store of `cfg`.
+fn sqlite_int(cfg: &StoreConfig, query: &str) -> i64 {
+    let BackendConfig::Sqlite(c) = &cfg.backend else {
+        unreachable!("a SQLite store")
+    };
+    let conn = rusqlite::Connection::open(&c.path).unwrap();
+    conn.query_row(query, [], |r| r.get(0)).unwrap()
+}
+
+const PACKED_BEFORE_LAST_IN_OPEN_TURN: &str = "SELECT count(*) FROM events WHERE session_id = 'w' AND ignorable = 0 \
+     AND seq > (SELECT max(seq) FROM events WHERE session_id = 'w' AND type = 'turn/end') \
+     AND seq < (SELECT max(seq) FROM events WHERE session_id = 'w')";
+
+#[test]
+fn an_open_turn_streamed_into_packed_rows_is_summarised_as_a_read_sees_it() {
+    let mut reference = None;
+    for kind in KINDS {
+        let dir = TempDir::new(&format!("catalog-open-{kind:?}"));
+        let Some(cfg) = config(kind, &dir) else {
+            eprintln!("SKIPPED {kind:?}: no PostgreSQL server");
+            continue;
+        };
+        let store = Store::open(cfg.clone()).unwrap();
+        let written = open_streamed_turn(&store);
+        if matches!(kind, Kind::Sqlite) {
+            assert!(
+                sqlite_int(&cfg, PACKED_BEFORE_LAST_IN_OPEN_TURN) > 0,
+                "the open turn holds packed rows before its last row"
+            );
+        }
+        let s = store.summary("w").unwrap().unwrap();
+        let read = store.read_from("w", 0).unwrap().events;
+        assert_eq!(read.len(), written.len(), "{kind:?}");
+        assert_eq!(s.event_count, read.len() as u64, "{kind:?}");
+        assert_eq!(s.updated_at, read.last().unwrap().time, "{kind:?}");
+        assert!(s.open_turn, "{kind:?}");
+        assert_eq!(s.turn_count, 2, "{kind:?}");
+        assert!(s.last_prompt.is_some() && s.bytes > 0, "{kind:?}");
+        // Every backend's window agrees with the JSONL one (head and tail
+        // frames: another reader of the same events).
+        let fields = summary_fields(&s);
+        match &reference {
+            None => reference = Some(fields),
+            Some(r) => assert_eq!(&fields, r, "{kind:?}"),
+        }
+        store.close().unwrap();
+    }
+}
+
+#[test]
+fn a_row_store_summary_reads_the_open_turn_not_the_whole_log() {
+    for kind in [Kind::Sqlite, Kind::Postgres] {
+        let dir = TempDir::new(&format!("catalog-rows-only-{kind:?}"));
+        let Some(cfg) = config(kind, &dir) else {
+            eprintln!("SKIPPED {kind:?}: no PostgreSQL server");
+            continue;
+        };
+        let store = Store::open(cfg.clone()).unwrap();
+        open_streamed_turn(&store);
+        let before = store.summary("w").unwrap().unwrap();
+        store.close().unwrap();
+        // A row inside turn 1 that no window asks for, damaged: a load
+        // refuses the log; the listing, which judges nothing (as JSONL's
+        // head and tail reads), lists it as before.
+        row_store_sql(
+            &cfg,
+            "UPDATE events SET data = '{\"broken\":' WHERE session_id = 'w' AND type = 'request/header'",
+        );
+        let store = Store::open(cfg.clone()).unwrap();
+        let err = store.load("w").unwrap_err();
+        assert_eq!(
+            err.kind(),
+            dsh_persist::ErrorKind::Corruption,
+            "{kind:?}: {err}"
+        );
+        let after = store.summary("w").unwrap().unwrap();
+        assert_eq!(summary_fields(&after), summary_fields(&before), "{kind:?}");
+        store.close().unwrap();
+    }
+}
+
+#[test]
+fn a_gap_inside_a_packed_open_turn_is_cut_as_a_load_cuts_it() {
+    for kind in [Kind::Sqlite, Kind::Postgres] {
+        let dir = TempDir::new(&format!("catalog-packed-gap-{kind:?}"));
+        let Some(cfg) = config(kind, &dir) else {
+            eprintln!("SKIPPED {kind:?}: no PostgreSQL server");
+            continue;
+        };
+        let store = Store::open(cfg.clone()).unwrap();
+        let written = open_streamed_turn(&store);
+        let before = store.summary("w").unwrap().unwrap();
+        assert_eq!(before.event_count, written.len() as u64);
+        store.close().unwrap();
+        // The open turn's last packed row below the last row goes: the
+        // rows after it are a torn tail that a load cuts.
+        let gap = "(SELECT max(seq) FROM events WHERE session_id = 'w' AND ignorable = 0 \
+             AND seq < (SELECT max(seq) FROM events WHERE session_id = 'w'))";
+        let gap_seq = if matches!(kind, Kind::Sqlite) {
+            Some(sqlite_int(&cfg, &format!("SELECT {gap}")))
+        } else {
+            None
+        };
+        let stored_before = if matches!(kind, Kind::Sqlite) {
+            Some(sqlite_int(&cfg, STORED_BYTES_OF_W))
+        } else {
+            None
+        };
+        row_store_sql(
+            &cfg,
+            &format!("DELETE FROM events WHERE session_id = 'w' AND seq = {gap}"),
+        );
+        let store = Store::open(cfg.clone()).unwrap();
+        let durable = store.read_from("w", 0).unwrap().events;
+        if let Some(seq) = gap_seq {
+            assert_eq!(durable.len() as i64, seq, "{kind:?}: cut at the gap");
+        }
+        assert!(durable.len() < written.len(), "{kind:?}");
+        let after = store.summary("w").unwrap().unwrap();
+        assert_eq!(after.event_count, durable.len() as u64, "{kind:?}");
+        assert_eq!(after.updated_at, durable.last().unwrap().time, "{kind:?}");
+        // The size is the rows' as stored whichever way the window was
+        // read: the full read's window reports the rows left.
+        if let Some(stored) = stored_before {
+            assert_eq!(before.bytes, stored as u64, "{kind:?}");
+            assert_eq!(after.bytes, sqlite_int(&cfg, STORED_BYTES_OF_W) as u64);
+            assert!(after.bytes < before.bytes);
+        }
+        store.close().unwrap();
+    }
+}
+
+/// The stored size of session `w`'s rows, as a summary reports it.
+const STORED_BYTES_OF_W: &str = "SELECT sum(octet_length(type) + octet_length(data) \
+     + coalesce(octet_length(source_event_seqs), 0) + coalesce(octet_length(surface_op), 0) + 16) \
+     FROM events WHERE session_id = 'w'";
+
+/// A session whose open turn streamed `pieces` (as text deltas) after one
+/// complete turn.
+fn open_turn_of(store: &Store, pieces: impl Iterator<Item = String>) {
+    let none = AppendOptions::default();
+    let s = store.start(header("big", "/big", 1_000)).unwrap();
+    complete_turn(&s, 1);
+    s.append("turn/start", r#"{"turn":2}"#, &none).unwrap();
+    s.append("user/message", &user_message("u2", "go on"), &append_opts())
+        .unwrap();
+    s.append("step/start", r#"{"turn":2,"step":1}"#, &none)
+        .unwrap();
+    for piece in pieces {
+        s.append("assistant/chunk", &text_delta(2, 1, &piece), &none)
+            .unwrap();
+    }
+    s.close().unwrap();
+}
+
+#[test]
+fn an_open_turn_past_max_log_bytes_fails_the_summary_as_it_fails_a_load() {
+    // 4 MiB of streamed text, left open: packed rows that decode past the
+    // 2 MiB limit below, all after the last `turn/end`. Once the same
+    // piece (the rows store little: their decoding goes past the limit),
+    // once all different (the rows themselves store more than the limit).
+    let distinct = support::incompressible_text(4 << 20);
+    for same in [true, false] {
+        for kind in [Kind::Sqlite, Kind::Postgres] {
+            let dir = TempDir::new(&format!("catalog-tail-limit-{kind:?}"));
+            let Some(cfg) = config(kind, &dir) else {
+                eprintln!("SKIPPED {kind:?}: no PostgreSQL server");
+                continue;
+            };
+            let store = Store::open(cfg.clone()).unwrap();
+            let pieces = (0..4096).map(|i| {
+                let at = if same { 0 } else { i * 1024 };
+                distinct[at..at + 1024].to_string()
+            });
+            open_turn_of(&store, pieces);
+            let s = store.summary("big").unwrap().unwrap();
+            assert!(s.open_turn);
+            assert_eq!(s.bytes > 2 << 20, !same, "{kind:?}: {}", s.bytes);
+            store.close().unwrap();
+            let mut small = cfg.clone();
+            let limits = dsh_persist::backend::limits::Limits::new(2 << 20, 2 << 20).unwrap();
+            match &mut small.backend {
+                BackendConfig::Sqlite(c) => c.limits = limits,
+                BackendConfig::Postgres(c) => c.limits = limits,
+                BackendConfig::Jsonl(_) => unreachable!("a row store"),
+            }
+            let store = Store::open(small).unwrap();
+            let load = store.load("big").unwrap_err();
+            assert_eq!(
+                load.kind(),
+                dsh_persist::ErrorKind::Corruption,
+                "{kind:?}: {load}"
+            );
+            // The rows after the last `turn/end` are read under the same
+            // bounds: a listing holds no more of a log than a load may.
+            let summary = store.summary("big").unwrap_err();
+            assert_eq!(summary.kind(), load.kind(), "{kind:?}: {summary}");
+            assert!(
+                summary.to_string().contains("maxLogBytes"),
+                "{kind:?}: {summary}"
+            );
+            store.close().unwrap();
+        }
+    }
 }

@@ -27,7 +27,6 @@ mod support;
 
 use std::cell::RefCell;
 use std::fs;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use dsh_persist::model::event::Event;
@@ -109,22 +108,6 @@ fn checkpoints_equal_a_full_read_on_every_fixture_root() {
     assert!(compared >= 10, "only {compared} sessions compared");
 }
 
-/// The first `n` events of the bench workload.
-fn workload(n: usize) -> Vec<Event> {
-    let path = support::bench_dir().join("workload-100k.jsonl.zst");
-    let mut text = String::new();
-    zstd::stream::read::Decoder::new(fs::File::open(&path).unwrap())
-        .unwrap()
-        .take(8 << 20)
-        .read_to_string(&mut text)
-        .ok();
-    text.lines()
-        .filter(|l| !l.is_empty())
-        .take(n)
-        .map(|l| Event::parse(l).unwrap())
-        .collect()
-}
-
 /// A small deterministic generator (xorshift).
 struct Rng(u64);
 
@@ -173,7 +156,7 @@ fn cache_of(config: &StoreConfig) -> PathBuf {
 }
 
 fn decisions_match(make: impl Fn(&Path) -> StoreConfig, strict: bool) {
-    let events = workload(6000);
+    let events = support::workload(6000);
     let (ta, tb) = (
         support::TempDir::new("ckpt-a"),
         support::TempDir::new("ckpt-b"),
@@ -323,7 +306,7 @@ fn a_stale_or_damaged_postgres_checkpoint_is_not_used() {
 }
 
 fn stale_or_damaged(make: impl Fn(&Path) -> StoreConfig) {
-    let events = workload(400);
+    let events = support::workload(400);
     let t = support::TempDir::new("ckpt-stale");
     let config = make(t.path());
     let s = Store::open(config.clone()).unwrap();
@@ -442,7 +425,7 @@ fn a_postgres_inspect_then_an_append_leaves_a_checkpoint() {
 /// without reading the log. (A load hands its events to the caller, so
 /// an append after it folds the log again, and that fold seals.)
 fn inspect_then_append(make: impl Fn(&Path) -> StoreConfig) {
-    let events = workload(1200);
+    let events = support::workload(1200);
     let t = support::TempDir::new("ckpt-load");
     let config = make(t.path());
     let n = with_checkpoint(&config, &events);
@@ -481,7 +464,7 @@ fn inspect_then_append(make: impl Fn(&Path) -> StoreConfig) {
 
 #[test]
 fn a_close_saves_the_checkpoints_of_the_longest_logs_only() {
-    let events = workload(200);
+    let events = support::workload(200);
     let t = support::TempDir::new("ckpt-many");
     let config = StoreConfig::jsonl(t.path().display().to_string());
     let s = Store::open(config.clone()).unwrap();
@@ -551,7 +534,7 @@ fn revision_and_load(config: &StoreConfig) -> (String, String) {
 
 #[test]
 fn a_hand_edit_of_a_sqlite_row_is_seen_through_the_checkpoint() {
-    let events = workload(1200);
+    let events = support::workload(1200);
     let t = support::TempDir::new("ckpt-edit-row");
     let (config, db, n) = sqlite_with_checkpoint(&t, &events);
     let seq = {
@@ -608,7 +591,7 @@ fn a_type_edit_is_seen(
 
 #[test]
 fn a_hand_edit_of_a_packed_sqlite_row_is_seen_through_the_checkpoint() {
-    let events = workload(1200);
+    let events = support::workload(1200);
     let t = support::TempDir::new("ckpt-edit-packed");
     let (config, db, n) = sqlite_with_checkpoint(&t, &events);
     // A chunk's text in a packed row, same length: nothing a load
@@ -632,7 +615,7 @@ fn a_hand_edit_of_a_packed_sqlite_row_is_seen_through_the_checkpoint() {
 
 #[test]
 fn a_hand_edit_of_the_sqlite_session_row_is_seen_through_the_checkpoint() {
-    let events = workload(1200);
+    let events = support::workload(1200);
     let t = support::TempDir::new("ckpt-edit-header");
     let (config, db, n) = sqlite_with_checkpoint(&t, &events);
     hand_edit(&db, "UPDATE sessions SET cwd = '/elsewhere' WHERE id = 's'");
@@ -671,7 +654,7 @@ fn a_hand_edit_of_a_postgres_row_is_seen_through_the_checkpoint() {
     let Some(url) = support::pg::url("a_hand_edit_of_a_postgres_row") else {
         return;
     };
-    let events = workload(1200);
+    let events = support::workload(1200);
     let t = support::TempDir::new("ckpt-edit-pg");
     let schema = support::pg::Schema::new(&url, "ckpt_edit");
     let mut pg = schema.config();
@@ -703,7 +686,7 @@ fn a_postgres_store_without_a_cache_dir_keeps_nothing_and_a_shared_one_is_refuse
     let Some(url) = support::pg::url("a_postgres_store_without_a_cache_dir") else {
         return;
     };
-    let events = workload(300);
+    let events = support::workload(300);
     let schema = support::pg::Schema::new(&url, "ckpt_none");
     let config = StoreConfig::with_backend(BackendConfig::Postgres(schema.config()));
     stored_session(&config, &events[..100]);
@@ -733,7 +716,7 @@ fn a_postgres_store_without_a_cache_dir_keeps_nothing_and_a_shared_one_is_refuse
 
 #[test]
 fn a_delete_removes_the_checkpoint() {
-    let events = workload(100);
+    let events = support::workload(100);
     for_each_kind("ckpt_delete", |make| {
         let t = support::TempDir::new("ckpt-delete");
         let config = make(t.path());
@@ -764,7 +747,7 @@ fn for_each_kind(tag: &str, body: impl Fn(&dyn Fn(&Path) -> StoreConfig)) {
 
 #[test]
 fn writers_taking_turns_continue_from_each_others_checkpoints() {
-    let events = workload(1200);
+    let events = support::workload(1200);
     for_each_kind("ckpt_turns", |make| {
         let t = support::TempDir::new("ckpt-turns");
         let config = make(t.path());

@@ -13,7 +13,6 @@
 mod support;
 
 use std::fs;
-use std::io::Read as _;
 use std::path::Path;
 
 use dsh_persist::backend::EventSink;
@@ -188,21 +187,6 @@ fn the_folded_state_equals_a_full_read_on_every_fixture_root() {
     );
 }
 
-/// The first `n` events of the bench workload.
-fn workload(n: usize) -> Vec<Event> {
-    let path = support::bench_dir().join("workload-100k.jsonl.zst");
-    let mut text = String::new();
-    zstd::stream::read::Decoder::new(fs::File::open(&path).unwrap())
-        .unwrap()
-        .read_to_string(&mut text)
-        .unwrap();
-    text.lines()
-        .filter(|l| !l.is_empty())
-        .take(n)
-        .map(|l| Event::parse(l).unwrap())
-        .collect()
-}
-
 fn jsonl(root: &Path, compression: Compression) -> StoreConfig {
     let mut c = JsonlConfig::new(root);
     c.compression = compression;
@@ -265,7 +249,7 @@ fn the_folded_state_equals_a_full_read_on_generated_postgres_logs() {
 }
 
 fn generated_logs_agree(kinds: Vec<(&str, StoreConfig)>) {
-    let events = workload(12_000);
+    let events = support::workload(12_000);
     for (name, config) in kinds {
         for strict in [false, true] {
             let mut config = config.clone();
@@ -295,7 +279,7 @@ fn generated_logs_agree(kinds: Vec<(&str, StoreConfig)>) {
 
 #[test]
 fn a_cold_append_holds_a_stretch_of_a_long_log_not_the_log() {
-    let events = workload(100_000);
+    let events = support::workload(100_000);
     let n = events.len() - 50;
     let t = support::TempDir::new("cold-fold-long");
     for (name, config) in [
@@ -322,7 +306,7 @@ fn a_cold_append_holds_a_stretch_of_a_long_log_not_the_log() {
 
 #[test]
 fn a_torn_tail_is_read_whole_to_be_adopted() {
-    let events = workload(600);
+    let events = support::workload(600);
     let t = support::TempDir::new("cold-fold-torn");
     let config = jsonl(t.path(), Compression::None);
     write_log(&config, "torn", &events[..500]);

@@ -168,12 +168,14 @@ impl ChangeWaiter for PollWaiter {
     }
 }
 
-/// The default window: a whole read, reduced.
-pub fn window_of_log(log: StoredLog, spec: &WindowSpec<'_>) -> Window {
+/// The default window: a whole read, reduced. `bytes`: the size the
+/// window reports, as the backend's quick window measures it (a row store:
+/// its rows as stored); `None`: the length of the events' JSON lines.
+pub fn window_of_log(log: StoredLog, spec: &WindowSpec<'_>, bytes: Option<u64>) -> Window {
     let durable = log.durable_len();
     let mut events = log.events;
     events.truncate(durable);
-    let bytes = events.iter().map(|e| e.to_json().len() as u64 + 1).sum();
+    let bytes = bytes.unwrap_or_else(|| events.iter().map(|e| e.to_json().len() as u64 + 1).sum());
     Window::from_events(log.header, log.revision, bytes, events, spec)
 }
 

@@ -429,7 +429,9 @@ pub trait Backend: Send + Sync {
         id: &str,
         spec: &catalog::WindowSpec<'_>,
     ) -> Result<Option<catalog::Window>> {
-        Ok(self.read(id)?.map(|log| catalog::window_of_log(log, spec)))
+        Ok(self
+            .read(id)?
+            .map(|log| catalog::window_of_log(log, spec, None)))
     }
 
     /// Catalog read: the complete events after `cursor` (advancing it),

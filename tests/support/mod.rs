@@ -233,3 +233,19 @@ pub fn mkfifo(path: &Path) {
     use rustix::fs::{CWD, FileType, Mode};
     rustix::fs::mknodat(CWD, path, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
 }
+
+/// The first `n` events of the bench workload (a streamed conversation:
+/// runs of chunk deltas, which a store packs into one row or record each).
+pub fn workload(n: usize) -> Vec<dsh_persist::model::event::Event> {
+    use std::io::BufRead;
+    let path = bench_dir().join("workload-100k.jsonl.zst");
+    let file = fs::File::open(&path).unwrap();
+    let decoder = zstd::stream::read::Decoder::new(file).unwrap();
+    std::io::BufReader::new(decoder)
+        .lines()
+        .map(|l| l.unwrap())
+        .filter(|l| !l.is_empty())
+        .take(n)
+        .map(|l| dsh_persist::model::event::Event::parse(&l).unwrap())
+        .collect()
+}

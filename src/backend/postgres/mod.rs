@@ -344,19 +344,24 @@ impl Backend for PostgresBackend {
     ) -> Result<Option<crate::backend::catalog::Window>> {
         let fetched = self.run(
             &|| format!("cannot read the window of session {}", quote(id)),
-            |c, _| window::fetch(c, id, spec),
+            |c, _| window::fetch(c, id, spec, self.limits.max_log_bytes),
         )?;
         let Some(mut fetched) = fetched else {
             return Ok(None);
         };
         let header = fetched.session.header.clone();
         let rev = self.token(&fetched.session.incarnation, fetched.session.revision);
-        match crate::backend::rows::window::assemble(header, rev, spec, &mut fetched)? {
+        match crate::backend::rows::window::assemble(header, rev, spec, &self.limits, &mut fetched)?
+        {
             Some(w) => Ok(Some(w)),
-            // A row that does not decode: the full read's rules decide.
-            None => Ok(self
-                .read(id)?
-                .map(|log| crate::backend::catalog::window_of_log(log, spec))),
+            // A row that does not decode, or a torn tail: the full read's
+            // rules decide; the size is the rows' as stored, as above.
+            None => {
+                let bytes = crate::backend::rows::window::WindowRows::stored_bytes(&mut fetched)?;
+                Ok(self
+                    .read(id)?
+                    .map(|log| crate::backend::catalog::window_of_log(log, spec, Some(bytes))))
+            }
         }
     }
 

@@ -20,6 +20,7 @@ const LAST_OF_SQL: &str = "SELECT seq, type, time, data, data_zstd, source_event
 const TAIL_RUN_SQL: &str = "WITH te(s) AS (SELECT coalesce((SELECT seq FROM events WHERE session_id = $1 AND type = 'turn/end' ORDER BY seq DESC LIMIT 1), -1::bigint)) \
      SELECT te.s::bigint, count(e.seq)::bigint, coalesce(sum(CASE WHEN e.ignorable = 0 AND e.seq < $2 THEN 1 ELSE 0 END), 0)::bigint \
      FROM te LEFT JOIN events e ON e.session_id = $1 AND e.seq > te.s GROUP BY te.s";
+const AFTER_SQL: &str = "SELECT seq, type, time, data, data_zstd, source_event_seqs, surface_op, ignorable FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq";
 const BYTES_SQL: &str = "SELECT coalesce(sum(octet_length(type) + coalesce(octet_length(data), 0) + coalesce(octet_length(data_zstd), 0) + coalesce(octet_length(source_event_seqs), 0) + coalesce(octet_length(surface_op), 0) + 16), 0)::bigint FROM events WHERE session_id = $1";
 
 /// The rows of one window, fetched.
@@ -29,13 +30,20 @@ pub struct Fetched {
     typed: Vec<(String, bool, Option<StoredRow>)>,
     bytes: i64,
     tail: Option<TailRun>,
+    /// The rows after the last `turn/end`, fetched when the tail run
+    /// cannot tell the count.
+    after: Vec<StoredRow>,
 }
 
-/// Fetches what the window of `id` needs. `None` when not stored.
+/// Fetches what the window of `id` needs. `None` when not stored. The
+/// rows after the last `turn/end` are fetched only while they store at most
+/// `max_stored` bytes (`maxLogBytes`): past it they are dropped, and the
+/// caller's full read reports the limit.
 pub fn fetch(
     conn: &mut Conn,
     id: &str,
     spec: &WindowSpec<'_>,
+    max_stored: u64,
 ) -> std::result::Result<Option<Fetched>, Fail> {
     let session_stmt = conn.prep(SESSION_SQL)?;
     let last_stmt = conn.prep(LAST_SQL)?;
@@ -43,6 +51,7 @@ pub fn fetch(
     let last_of = conn.prep(LAST_OF_SQL)?;
     let bytes_stmt = conn.prep(BYTES_SQL)?;
     let tail_stmt = conn.prep(TAIL_RUN_SQL)?;
+    let after_stmt = conn.prep(AFTER_SQL)?;
     let mut tx = conn
         .client
         .build_transaction()
@@ -80,6 +89,23 @@ pub fn fetch(
         }
         None => None,
     };
+    let mut after = Vec::new();
+    if let (Some(run), Some(row)) = (&tail, &last) {
+        if !run.runs_on_to(row.seq) {
+            let mut stored = 0u64;
+            let params: [&(dyn postgres::types::ToSql + Sync); 2] = [&id, &run.turn_end_seq];
+            let mut rows = tx.query_raw(&after_stmt, params)?;
+            while let Some(r) = postgres::fallible_iterator::FallibleIterator::next(&mut rows)? {
+                let r = stored_row(&r)?;
+                stored = stored.saturating_add(r.stored_len());
+                if stored > max_stored {
+                    after.clear();
+                    break;
+                }
+                after.push(r);
+            }
+        }
+    }
     tx.commit()?;
     Ok(Some(Fetched {
         session,
@@ -87,6 +113,7 @@ pub fn fetch(
         typed,
         bytes,
         tail,
+        after,
     }))
 }
 
@@ -105,6 +132,11 @@ impl WindowRows for Fetched {
 
     fn stored_bytes(&mut self) -> Result<u64> {
         Ok(self.bytes.max(0) as u64)
+    }
+
+    fn rows_after(&mut self, _seq: i64) -> Result<Vec<StoredRow>> {
+        // Fetched with the tail run, after its `turn/end`.
+        Ok(std::mem::take(&mut self.after))
     }
 
     fn tail_run(&mut self, last_seq: i64) -> Result<TailRun> {

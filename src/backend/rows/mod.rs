@@ -101,6 +101,16 @@ impl StoredRow {
     pub fn is_packed(&self) -> bool {
         matches!(self.ignorable, Value::Integer(PACKED_MARKER))
     }
+
+    /// The bytes its texts and blobs store (`data` and the others).
+    pub fn stored_len(&self) -> u64 {
+        let data = match &self.data {
+            Value::Text(t) => t.len(),
+            Value::Blob(b) => b.len(),
+            _ => 0,
+        };
+        (fixed_len(self) + data) as u64
+    }
 }
 
 /// The column values of one row to insert.

@@ -289,10 +289,10 @@ impl Backend for SqliteBackend {
             .flatten();
         match quick {
             None => Ok(None),
-            Some(Some(w)) => Ok(Some(w)),
-            Some(None) => Ok(self
+            Some(window::RowWindow::Window(w)) => Ok(Some(*w)),
+            Some(window::RowWindow::FullRead { bytes }) => Ok(self
                 .read(id)?
-                .map(|log| crate::backend::catalog::window_of_log(log, spec))),
+                .map(|log| crate::backend::catalog::window_of_log(log, spec, Some(bytes)))),
         }
     }
 

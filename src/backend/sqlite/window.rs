@@ -53,12 +53,25 @@ impl WindowRows for Rows<'_> {
         let n: i64 = self
             .conn
             .query_row(
-                "SELECT coalesce(sum(length(type) + length(data) + coalesce(length(source_event_seqs), 0) + coalesce(length(surface_op), 0) + 16), 0) FROM events WHERE session_id = ?1",
+                "SELECT coalesce(sum(octet_length(type) + octet_length(data) + coalesce(octet_length(source_event_seqs), 0) + coalesce(octet_length(surface_op), 0) + 16), 0) FROM events WHERE session_id = ?1",
                 [self.id],
                 |r| r.get(0),
             )
             .map_err(|e| sql_error(self.label, "cannot size the rows of a session", e))?;
         Ok(n.max(0) as u64)
+    }
+
+    fn rows_after(&mut self, seq: i64) -> Result<Vec<StoredRow>> {
+        select_rows(
+            self.conn,
+            self.label,
+            &format!(
+                "SELECT {ROW_COLUMNS} FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq"
+            ),
+            params![self.id, seq],
+            self.id,
+            self.limits,
+        )
     }
 
     fn tail_run(&mut self, last_seq: i64) -> Result<TailRun> {
@@ -79,8 +92,18 @@ const TAIL_RUN_SQL: &str = "WITH te(s) AS (SELECT coalesce((SELECT seq FROM even
      SELECT te.s, count(e.seq), coalesce(sum(CASE WHEN e.ignorable = 0 AND e.seq < ?2 THEN 1 ELSE 0 END), 0) \
      FROM te LEFT JOIN events e ON e.session_id = ?1 AND e.seq > te.s";
 
-/// The window of `id`, read on `conn`: `None` when not stored, `Some(None)`
-/// when a row does not decode (the caller reads the log whole).
+/// What the rows of a session give its window.
+pub enum RowWindow {
+    Window(Box<Window>),
+    /// A row does not decode, or the tail is torn (see
+    /// [`assemble`]): the caller reads the log whole; `bytes` is the size
+    /// of its rows as stored, the size the window reports either way.
+    FullRead {
+        bytes: u64,
+    },
+}
+
+/// The window of `id`, read on `conn`: `None` when not stored.
 pub fn read_window(
     conn: &mut Connection,
     label: &str,
@@ -88,22 +111,23 @@ pub fn read_window(
     spec: &WindowSpec<'_>,
     limits: &Limits,
     revision: &dyn Fn(&str, i64) -> Revision,
-) -> Result<Option<Option<Window>>> {
+) -> Result<Option<RowWindow>> {
     let Some((tx, session)) = begin_read(conn, label, id)? else {
         return Ok(None);
     };
     let rev = revision(&session.incarnation, session.revision);
-    let window = assemble(
-        session.header,
-        rev,
-        spec,
-        &mut Rows {
-            conn: &tx,
-            label,
-            id,
-            limits,
+    let mut rows = Rows {
+        conn: &tx,
+        label,
+        id,
+        limits,
+    };
+    let window = match assemble(session.header, rev, spec, limits, &mut rows)? {
+        Some(w) => RowWindow::Window(Box::new(w)),
+        None => RowWindow::FullRead {
+            bytes: rows.stored_bytes()?,
         },
-    )?;
+    };
     tx.finish()
         .map_err(|e| sql_error(label, "cannot end a read transaction", e))?;
     Ok(Some(window))
