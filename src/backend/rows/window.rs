@@ -87,7 +87,9 @@ fn events_of(row: &StoredRow, bounds: &RowBounds<'_>) -> Option<Vec<Event>> {
 
 /// Assembles the window of `header`'s session from `rows`, decoded under
 /// the store's `limits` (the rows it decodes count together against
-/// `maxLogBytes`, as a load's do). `None` when a row does not decode or
+/// `maxLogBytes`, as a load's do; the last row, decoded again among the
+/// open turn's, counts twice: at worst a log just under the limit takes
+/// the full read). `None` when a row does not decode or
 /// goes past a limit, or the rows after the last `turn/end` do not run on
 /// to the last row: then the backend reads the log whole (its torn-tail
 /// rules decide what is there, and its errors name a limit).
