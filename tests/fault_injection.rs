@@ -765,3 +765,63 @@ fn a_cold_append_resent_after_an_ambiguous_failure_is_stored_once() {
         assert_eq!(json_of(&loaded), json_of(&want), "{kind:?}");
     }
 }
+
+/// A directory `fsync` makes a new log's name durable (SPEC §3.4): when it
+/// fails, the call that made the log reports an `io` error, never success.
+#[test]
+fn a_failed_directory_fsync_is_never_acknowledged() {
+    let _serial = serial();
+    for kind in [Kind::Zstd, Kind::Raw] {
+        // Where the directory fsyncs fall in a create and the first append.
+        let dir = TempDir::new(&format!("fault-dirsync-count-{kind:?}"));
+        let store = open_store(kind, &kind.location(dir.path()));
+        let counting = fault::arm(Plan::count_only());
+        store.create(header()).unwrap();
+        let after_create = counting.calls();
+        store.append(ID, events_of(&turn(1), 0)).unwrap();
+        let trace = counting.trace();
+        drop(counting);
+        store.close().unwrap();
+        let at: Vec<u64> = (1..=trace.len() as u64)
+            .filter(|n| trace[*n as usize - 1] == Op::DirFsync)
+            .collect();
+        // The log is published as SPEC §3.4 says: a temp file written and
+        // synced, linked to its name, unlinked, then the directory synced.
+        assert!(
+            trace.ends_with(&[Op::Write, Op::Fsync, Op::Link, Op::Unlink, Op::DirFsync]),
+            "{kind:?}: {trace:?}"
+        );
+        for n in at {
+            let dir = TempDir::new(&format!("fault-dirsync-{kind:?}-{n}"));
+            let store = open_store(kind, &kind.location(dir.path()));
+            let armed = fault::arm(Plan::once(n));
+            let created = store.create(header());
+            let appended = created
+                .is_ok()
+                .then(|| store.append(ID, events_of(&turn(1), 0)));
+            assert_eq!(armed.fired(), [(n, Op::DirFsync)], "{kind:?}");
+            drop(armed);
+            let create_failed = created.is_err();
+            let failed = if n <= after_create {
+                created.err()
+            } else {
+                appended.and_then(|r| r.err())
+            };
+            let e = failed.unwrap_or_else(|| {
+                panic!("{kind:?}: the directory fsync (I/O call {n} of {trace:?}) failed and the call reported success")
+            });
+            assert_eq!(e.kind(), ErrorKind::Io, "{kind:?}: {e}");
+            // Nothing half-made stays: a create is retried, and a log whose
+            // name may not be durable is withdrawn, so the append is too.
+            if create_failed {
+                store.create(header()).unwrap();
+            } else {
+                assert_eq!(file_len(&log_file(&store)), 0, "{kind:?}: log withdrawn");
+            }
+            store.append(ID, events_of(&turn(1), 0)).unwrap();
+            let stored = store.load(ID).unwrap().events;
+            assert_eq!(json_of(&stored), json_of(&events_of(&turn(1), 0)), "{kind:?}");
+            store.close().unwrap();
+        }
+    }
+}
