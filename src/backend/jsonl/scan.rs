@@ -36,6 +36,7 @@ use super::layout::{self, Compression, flat_layout_error, io_err, wrong_encoding
 use super::reader::{
     frame_failed, header_frame_not_one_line, no_header, parse_header_line, zstd_corrupt,
 };
+use super::writer::is_temp_name;
 use super::{frames, nofollow};
 use crate::backend::catalog::CACHE_DIR_NAME;
 use crate::backend::scan::{Finding, FindingKind, ScannedSession, StoreScan};
@@ -142,16 +143,6 @@ fn is_store_dir(name: &str) -> bool {
 /// ends in `@lock`, which no escaped id, log or temp file does.
 fn is_lock_file_name(name: &str) -> bool {
     name.len() > "@lock".len() && name.ends_with("@lock")
-}
-
-/// The first append's temp file name: `<log name>.<12 hex>.tmp`.
-fn is_temp_name(name: &str) -> bool {
-    [Compression::Zstd, Compression::None].iter().any(|c| {
-        name.strip_prefix(c.file_name())
-            .and_then(|rest| rest.strip_prefix('.'))
-            .and_then(|rest| rest.strip_suffix(".tmp"))
-            .is_some_and(|hex| hex.len() == 12 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-    })
 }
 
 /// A project directory name this layout produces (`--<key>--`, `_no-cwd`).
@@ -706,12 +697,7 @@ mod tests {
     }
 
     #[test]
-    fn temp_and_project_names() {
-        assert!(is_temp_name("session.jsonl.zstd.0123456789ab.tmp"));
-        assert!(is_temp_name("session.jsonl.ABCDEF012345.tmp"));
-        assert!(!is_temp_name("session.jsonl.zstd.tmp"));
-        assert!(!is_temp_name("session.jsonl.0123.tmp"));
-        assert!(!is_temp_name("other.0123456789ab.tmp"));
+    fn project_names() {
         assert!(is_project_name("--a-b--"));
         assert!(is_project_name("_no-cwd"));
         assert!(!is_project_name("----"));

@@ -108,10 +108,12 @@ pub fn create_log(path: &Path, content: &[u8]) -> Result<FileIdentity> {
 }
 
 /// Whether `name` is a temp file of [`create_log`]: `<log name>.<12 hex>.tmp`
-/// for either encoding's log name.
+/// for either encoding's log name (what [`open_temp`] makes; the store's
+/// sweep and `verify` name them by this one rule).
 pub fn is_temp_name(name: &str) -> bool {
-    ["session.jsonl.zstd.", "session.jsonl."].iter().any(|log| {
-        name.strip_prefix(log)
+    [Compression::Zstd, Compression::None].iter().any(|c| {
+        name.strip_prefix(c.file_name())
+            .and_then(|rest| rest.strip_prefix('.'))
             .and_then(|rest| rest.strip_suffix(".tmp"))
             .is_some_and(|hex| hex.len() == 12 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
     })
@@ -250,6 +252,32 @@ mod tests {
         let path = dir.join("session.jsonl");
         create_log(&path, content).unwrap();
         (base, path)
+    }
+
+    #[test]
+    fn temp_names_are_the_ones_open_temp_makes() {
+        let (base, path) = new_log("writer-temp-names", b"h\n");
+        let dir_path = path.parent().unwrap();
+        let dir = nofollow::open_dir(dir_path, 2).unwrap();
+        for log in ["session.jsonl.zstd", "session.jsonl"] {
+            let (name, _file) = open_temp(&dir, dir_path, log).unwrap();
+            assert!(is_temp_name(&name), "{name}");
+            assert!(dir_path.join(&name).is_file());
+        }
+        assert!(is_temp_name("session.jsonl.ABCDEF012345.tmp"));
+        for other in [
+            "session.jsonl.zstd.tmp",
+            "session.jsonl.0123.tmp",
+            "session.jsonl.0123456789abc.tmp",
+            "session.jsonl.0123456789ag.tmp",
+            "session.jsonl.0123456789ab",
+            "session.jsonl0123456789ab.tmp",
+            "other.0123456789ab.tmp",
+            "session.jsonl",
+        ] {
+            assert!(!is_temp_name(other), "{other}");
+        }
+        std::fs::remove_dir_all(base).unwrap();
     }
 
     #[test]
