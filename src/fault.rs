@@ -2,8 +2,8 @@
 //! `fault-injection`, off by default).
 //!
 //! Every durable I/O call of the backends goes through one of the wrappers
-//! below (`write_all`, `sync`, `sync_dir`, `hard_link`, `remove_file`,
-//! `set_len`, `check(Op::SqliteCommit)`). Without the feature they are
+//! below (`create`, `write_all`, `sync`, `sync_dir`, `hard_link`,
+//! `remove_file`, `set_len`, `check(Op::SqliteCommit)`). Without the feature they are
 //! inlined pass-throughs. With it, a test can `arm` a `Plan`: every call
 //! is counted (process-wide, background writer threads included), and the
 //! `fail_at`-th call fails with an injected `io::Error` instead of running
@@ -22,6 +22,8 @@ use std::path::Path;
 /// One kind of I/O point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
+    /// Creating a new log's temp file (`O_CREAT | O_EXCL`).
+    Create,
     /// Writing bytes to a log file (JSONL temp file or append).
     Write,
     /// `fsync` of a file.
@@ -202,6 +204,14 @@ pub fn check(op: Op) -> io::Result<()> {
         let _ = op;
         Ok(())
     }
+}
+
+/// `open()`, the creation of a new file (an injected failure creates
+/// nothing).
+#[inline]
+pub fn create<T>(open: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    check(Op::Create)?;
+    open()
 }
 
 /// `w.write_all(bytes)`; an injected failure writes the first half first.

@@ -766,10 +766,11 @@ fn a_cold_append_resent_after_an_ambiguous_failure_is_stored_once() {
     }
 }
 
-/// A new log is published as SPEC §3.4 says (a temp file written and
-/// synced, linked to its name, unlinked, then the directory synced). Each of
-/// those calls failing once: the call that made the log reports an `io`
-/// error (a failed link is not a conflict; a failed directory fsync, which
+/// A new log is published as SPEC §3.4 says (a temp file created, written
+/// and synced, linked to its name, unlinked, then the directory synced).
+/// Each of those calls failing once: the call that made the log reports an
+/// `io` error (a failed create is not retried under another name as a name
+/// taken is; a failed link is not a conflict; a failed directory fsync, which
 /// leaves the name's durability unknown, withdraws the log), and a retry
 /// stores the events once. Only the temp file's unlink may fail unreported:
 /// the log is durable by then, and the leftover is swept later.
@@ -788,7 +789,14 @@ fn each_failed_io_call_of_a_new_log_is_reported_and_nothing_half_made_stays() {
         drop(counting);
         store.close().unwrap();
         assert!(
-            trace.ends_with(&[Op::Write, Op::Fsync, Op::Link, Op::Unlink, Op::DirFsync]),
+            trace.ends_with(&[
+                Op::Create,
+                Op::Write,
+                Op::Fsync,
+                Op::Link,
+                Op::Unlink,
+                Op::DirFsync
+            ]),
             "{kind:?}: {trace:?}"
         );
         for n in 1..=trace.len() as u64 {

@@ -122,12 +122,14 @@ pub fn is_temp_name(name: &str) -> bool {
 fn open_temp(dir: &OwnedFd, dir_path: &Path, name: &str) -> Result<(String, File)> {
     for _ in 0..16 {
         let tmp = format!("{name}.{:012x}.tmp", random_u64() & 0xFFFF_FFFF_FFFF);
-        match nofollow::open_file_at(
-            dir,
-            tmp.as_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
-            0o600,
-        ) {
+        match fault::create(|| {
+            nofollow::open_file_at(
+                dir,
+                tmp.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
+                0o600,
+            )
+        }) {
             Ok(f) => return Ok((tmp, f)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(io_err("cannot create temp file", &dir_path.join(tmp), e)),
