@@ -283,6 +283,18 @@ mod tests {
     }
 
     #[test]
+    fn a_log_gone_is_none_and_a_directory_in_its_place_is_an_error() {
+        let (base, path) = new_log("writer-gone", b"h\n");
+        std::fs::remove_file(&path).unwrap();
+        // The caller tells the user the session is not stored any more.
+        assert!(OpenLog::open(&path).unwrap().is_none());
+        std::fs::create_dir(&path).unwrap();
+        let e = OpenLog::open(&path).err().expect("refused");
+        assert_eq!(e.kind(), crate::error::ErrorKind::Io, "{e}");
+        std::fs::remove_dir_all(base).unwrap();
+    }
+
+    #[test]
     fn a_fifo_in_place_of_the_log_is_refused_without_waiting() {
         let (base, path) = new_log("writer-fifo", b"h\n");
         std::fs::remove_file(&path).unwrap();
