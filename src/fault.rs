@@ -3,10 +3,11 @@
 //!
 //! Every durable I/O call of the backends goes through one of the wrappers
 //! below (`create`, `write_all`, `sync`, `sync_dir`, `hard_link`,
-//! `remove_file`, `set_len`, `check(Op::SqliteCommit)`). Without the feature they are
-//! inlined pass-throughs. With it, a test can `arm` a `Plan`: every call
-//! is counted (process-wide, background writer threads included), and the
-//! `fail_at`-th call fails with an injected `io::Error` instead of running
+//! `remove_file`, `set_len`, `check(Op::SqliteCommit)`). Without the
+//! feature they are inlined pass-throughs. With it, a test can `arm` a
+//! `Plan`: every call is counted (process-wide, background writer threads
+//! included), and the `fail_at`-th call fails with an injected `io::Error`
+//! instead of running
 //! (a failing `write_all` first writes half of its bytes, like a short
 //! write before `EIO`). A *sticky* plan makes every later call fail too (a
 //! disk that went away), so rollbacks fail as well.
