@@ -7,9 +7,8 @@
 //! feature they are inlined pass-throughs. With it, a test can `arm` a
 //! `Plan`: every call is counted (process-wide, background writer threads
 //! included), and the `fail_at`-th call fails with an injected `io::Error`
-//! instead of running
-//! (a failing `write_all` first writes half of its bytes, like a short
-//! write before `EIO`). A *sticky* plan makes every later call fail too (a
+//! instead of running (a failing `write_all` first writes half of its
+//! bytes, like a short write before `EIO`). A *sticky* plan makes every later call fail too (a
 //! disk that went away), so rollbacks fail as well.
 //!
 //! Armed scopes are serialized by a process-wide lock held by the
