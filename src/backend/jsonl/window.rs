@@ -15,7 +15,7 @@
 //! They judge only what they read: a line outside the window is never read
 //! (a `load` may refuse the log that a listing still lists); a line inside
 //! it that does not parse, or seqs that do not run on, send the window to
-//! a full read, whose rules decide (see [`JsonlBackend::window_of`]).
+//! a full read, whose rules decide (see `JsonlBackend::window_of`).
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

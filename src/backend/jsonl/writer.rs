@@ -108,7 +108,7 @@ pub fn create_log(path: &Path, content: &[u8]) -> Result<FileIdentity> {
 }
 
 /// Whether `name` is a temp file of [`create_log`]: `<log name>.<12 hex>.tmp`
-/// for either encoding's log name (what [`open_temp`] makes; the store's
+/// for either encoding's log name (what `open_temp` makes; the store's
 /// sweep and `verify` name them by this one rule).
 pub fn is_temp_name(name: &str) -> bool {
     [Compression::Zstd, Compression::None].iter().any(|c| {
