@@ -634,3 +634,85 @@ fn an_open_turn_past_max_log_bytes_fails_the_summary_as_it_fails_a_load() {
         }
     }
 }
+
+/// The log file of JSONL session `id` under `root` (found by walking).
+fn jsonl_log_of(root: &std::path::Path, id: &str) -> std::path::PathBuf {
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.parent().and_then(|p| p.file_name()) == Some(id.as_ref())
+                && path.file_name() == Some("session.jsonl".as_ref())
+            {
+                return path;
+            }
+        }
+    }
+    panic!("no log of {id} under {}", root.display())
+}
+
+#[test]
+fn a_listing_of_many_sessions_is_what_a_loop_over_them_gives() {
+    // A JSONL listing reads its windows on two threads; what it returns
+    // (and which session's error it fails with) is a plain loop's.
+    let dir = TempDir::new("catalog-many");
+    let cfg = config(Kind::JsonlRaw, &dir).unwrap();
+    let store = Store::open(cfg.clone()).unwrap();
+    for i in 0..60u64 {
+        let id = format!("s{i:02}");
+        let live = store.start(header(&id, "/m", 1_000 + i)).unwrap();
+        for turn in 1..=(1 + i % 3) {
+            complete_turn(&live, turn);
+        }
+        live.close().unwrap();
+    }
+    let ids: Vec<String> = store.list().unwrap().into_iter().map(|h| h.id).collect();
+    assert_eq!(ids.len(), 60);
+    let listed = store
+        .list_summaries(&ListQuery {
+            sort: SortKey::Created,
+            ascending: true,
+            ..ListQuery::default()
+        })
+        .unwrap();
+    let mut one_by_one: Vec<_> = ids
+        .iter()
+        .map(|id| store.summary(id).unwrap().unwrap())
+        .collect();
+    one_by_one.sort_by_key(|s| s.created_at);
+    assert_eq!(
+        listed
+            .iter()
+            .map(|s| (s.header.id.clone(), summary_fields(s), s.bytes))
+            .collect::<Vec<_>>(),
+        one_by_one
+            .iter()
+            .map(|s| (s.header.id.clone(), summary_fields(s), s.bytes))
+            .collect::<Vec<_>>()
+    );
+    // Two sessions broken inside their logs (a line that does not parse,
+    // before the last): the listing fails with the first one's error, in
+    // the order `list` gives, every time.
+    let root = dir.path().join("root");
+    for id in [&ids[41], &ids[17]] {
+        let path = jsonl_log_of(&root, id);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let second = text.match_indices('\n').nth(1).unwrap().0 + 1;
+        std::fs::write(
+            &path,
+            format!("{}not json\n{}", &text[..second], &text[second..]),
+        )
+        .unwrap();
+    }
+    let first = store.summary(&ids[17]).unwrap_err();
+    assert_eq!(first.kind(), dsh_persist::ErrorKind::Corruption, "{first}");
+    for _ in 0..10 {
+        let err = store.list_summaries(&ListQuery::default()).unwrap_err();
+        assert_eq!(err.kind(), first.kind());
+        // The listing's error names the session.
+        assert_eq!(err.to_string(), format!("session \"{}\": {first}", ids[17]));
+    }
+    store.close().unwrap();
+}

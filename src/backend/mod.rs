@@ -420,6 +420,13 @@ pub trait Backend: Send + Sync {
         ))
     }
 
+    /// Whether reads of different sessions run side by side on two threads
+    /// (JSONL: separate files). A row store reads on one connection, so
+    /// its reads take turns (the default).
+    fn concurrent_reads(&self) -> bool {
+        false
+    }
+
     /// Catalog read (see [`catalog`]): the events `spec` asks for, the
     /// event count and the stored size, without reading the whole log where
     /// the backend can avoid it. Lock-free; an incomplete last write is not

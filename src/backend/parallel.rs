@@ -1,6 +1,7 @@
 //! Two halves of a large read on two threads.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
@@ -37,6 +38,43 @@ where
         };
         (a, b)
     })
+}
+
+/// `f` of every item of `items`: with `two_threads`, on this thread and a
+/// worker (as [`join`]), each taking the next item not yet taken; else
+/// on this thread, one after the other. The results in
+/// the order of `items`; or, when an item fails, the error of the first
+/// failed item in that order, the one a plain loop would return: items are
+/// taken in order and every item taken is finished, so each item before a
+/// failed one has run. After a failure no new item is taken.
+pub fn map_in_order<T, R, F>(items: &[T], two_threads: bool, f: F) -> Result<Vec<R>>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> Result<R> + Sync,
+{
+    if !two_threads || items.len() < 2 {
+        return items.iter().map(&f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let run = || {
+        let mut done = Vec::new();
+        while !failed.load(Ordering::Relaxed) {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            let r = f(item);
+            if r.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            done.push((i, r));
+        }
+        done
+    };
+    let (mut all, theirs) = join(run, run);
+    all.extend(theirs?);
+    all.sort_unstable_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, r)| r).collect()
 }
 
 /// Stretches of work in order, shared by two threads: a worker takes them
@@ -112,6 +150,69 @@ impl<T> Drop for Closer<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn map_in_order_keeps_the_order_of_the_items() {
+        let items: Vec<u64> = (0..1000).collect();
+        let got = map_in_order(&items, true, |i| Ok(i * 3)).unwrap();
+        assert_eq!(got, items.iter().map(|i| i * 3).collect::<Vec<_>>());
+        assert!(
+            map_in_order(&[] as &[u64], true, |i| Ok(*i))
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(map_in_order(&[7u64], true, |i| Ok(*i)).unwrap(), vec![7]);
+    }
+
+    #[test]
+    fn map_in_order_fails_with_the_first_failed_item_as_a_loop_would() {
+        let items: Vec<u64> = (0..400).collect();
+        for _ in 0..20 {
+            let err = map_in_order(&items, true, |i| {
+                // Item 150 fails late: the other thread has run on to
+                // the later failures by then.
+                if *i == 150 {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                if *i == 150 || *i >= 300 {
+                    return Err(Error::corruption(format!("item {i}")));
+                }
+                std::thread::yield_now();
+                Ok(*i)
+            })
+            .unwrap_err();
+            assert_eq!(err.to_string(), Error::corruption("item 150").to_string());
+        }
+    }
+
+    #[test]
+    fn map_in_order_carries_the_cancel_token_to_its_worker() {
+        let token = crate::store::cancel::Cancel::new();
+        token.cancel();
+        let items: Vec<u64> = (0..50).collect();
+        // Only the worker checks the token: the call fails only if the
+        // worker sees it (this thread sleeps, so the worker takes items).
+        let on_worker = || std::thread::current().name() == Some("dsh-read");
+        let got = token.scope(|| {
+            map_in_order(&items, true, |i| {
+                if on_worker() {
+                    crate::store::cancel::checkpoint()?;
+                } else {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                Ok(*i)
+            })
+        });
+        assert!(matches!(got, Err(Error::Cancelled(_))), "{got:?}");
+        // Without two threads, nothing runs on a worker.
+        let one = token.scope(|| {
+            map_in_order(&items, false, |i| {
+                assert!(!on_worker());
+                Ok(*i)
+            })
+        });
+        assert_eq!(one.unwrap(), items);
+    }
 
     #[test]
     fn the_worker_takes_a_prefix_and_the_producer_the_rest() {

@@ -727,6 +727,10 @@ pub(crate) fn stored_id_key(header: &SessionHeader) -> String {
 }
 
 impl Backend for JsonlBackend {
+    fn concurrent_reads(&self) -> bool {
+        true
+    }
+
     fn read_window(
         &self,
         id: &str,

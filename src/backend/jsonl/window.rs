@@ -26,7 +26,7 @@ use super::codec_zstd::FrameDecoder;
 use super::frames;
 use super::layout::{Compression, io_err};
 use super::nofollow;
-use super::reader::{no_header, parse_header_line};
+use super::reader::{line_text, no_header, parse_header_line};
 use super::revision::FileIdentity;
 use crate::backend::TornTail;
 use crate::backend::catalog::{FollowCursor, Window, WindowNeeds, WindowSpec};
@@ -44,7 +44,7 @@ fn events_of_lines(text: &[u8], out: &mut Vec<Event>) -> bool {
     let mut start = 0;
     let mut clean = true;
     for nl in memchr::memchr_iter(b'\n', text) {
-        let line = String::from_utf8_lossy(&text[start..nl]);
+        let line = line_text(&text[start..nl]);
         match Record::parse_stored_line(&line) {
             Ok(r) => r.into_events_from(0, out),
             Err(_) => clean = false,

@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use super::summary::{SUMMARY_SPEC, SessionSummary};
 use crate::error::{Error, Result};
+use crate::model::json::quote;
 use crate::store::Store;
 
 /// What the listing sorts by (newest first unless `ascending`).
@@ -81,32 +82,36 @@ impl Store {
     /// PostgreSQL: indexed rows), no lock, no repair. A live session of
     /// this store is flushed first. Sessions that vanish meanwhile are left
     /// out; one whose window cannot be read fails the listing with an error
-    /// naming it.
+    /// naming it (`session "id": …`, the first such session in `list`
+    /// order). JSONL windows are read on two threads.
     pub fn list_summaries(&self, query: &ListQuery) -> Result<Vec<SessionSummary>> {
-        let mut out = Vec::new();
-        for header in self.list()? {
-            crate::store::cancel::checkpoint()?;
-            if query
+        let mut headers = self.list()?;
+        headers.retain(|header| {
+            query
                 .cwd
                 .as_ref()
-                .is_some_and(|c| header.cwd.as_ref() != Some(c))
-            {
-                continue;
-            }
-            if query
-                .parent
-                .as_ref()
-                .is_some_and(|p| header.parent_session.as_ref() != Some(p))
-            {
-                continue;
-            }
-            if let Some(s) = self.summary(&header.id)? {
-                if query.updated_since.is_some_and(|t| s.updated_at < t) {
-                    continue;
-                }
-                out.push(s);
-            }
-        }
+                .is_none_or(|c| header.cwd.as_ref() == Some(c))
+                && query
+                    .parent
+                    .as_ref()
+                    .is_none_or(|p| header.parent_session.as_ref() == Some(p))
+        });
+        // JSONL windows are read on two threads; the outcome (the
+        // summaries, or the first failing session's error in list order)
+        // is a plain loop's.
+        let two_threads = self.backend().concurrent_reads();
+        let summaries = crate::backend::parallel::map_in_order(&headers, two_threads, |header| {
+            crate::store::cancel::checkpoint()?;
+            self.summary(&header.id).map_err(|e| match e.kind() {
+                crate::error::ErrorKind::Cancelled => e,
+                _ => e.context(&format!("session {}", quote(&header.id))),
+            })
+        })?;
+        let mut out: Vec<SessionSummary> = summaries
+            .into_iter()
+            .flatten()
+            .filter(|s| query.updated_since.is_none_or(|t| s.updated_at >= t))
+            .collect();
         let key = |s: &SessionSummary| match query.sort {
             SortKey::Updated => (s.updated_at, s.created_at),
             SortKey::Created => (s.created_at, s.updated_at),
