@@ -635,24 +635,6 @@ fn an_open_turn_past_max_log_bytes_fails_the_summary_as_it_fails_a_load() {
     }
 }
 
-/// The log file of JSONL session `id` under `root` (found by walking).
-fn jsonl_log_of(root: &std::path::Path, id: &str) -> std::path::PathBuf {
-    let mut todo = vec![root.to_path_buf()];
-    while let Some(dir) = todo.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                todo.push(path);
-            } else if path.parent().and_then(|p| p.file_name()) == Some(id.as_ref())
-                && path.file_name() == Some("session.jsonl".as_ref())
-            {
-                return path;
-            }
-        }
-    }
-    panic!("no log of {id} under {}", root.display())
-}
-
 #[test]
 fn a_listing_of_many_sessions_is_what_a_loop_over_them_gives() {
     // A JSONL listing reads its windows on two threads; what it returns
@@ -697,14 +679,7 @@ fn a_listing_of_many_sessions_is_what_a_loop_over_them_gives() {
     // the order `list` gives, every time.
     let root = dir.path().join("root");
     for id in [&ids[41], &ids[17]] {
-        let path = jsonl_log_of(&root, id);
-        let text = std::fs::read_to_string(&path).unwrap();
-        let second = text.match_indices('\n').nth(1).unwrap().0 + 1;
-        std::fs::write(
-            &path,
-            format!("{}not json\n{}", &text[..second], &text[second..]),
-        )
-        .unwrap();
+        support::break_raw_log(&root, id);
     }
     let first = store.summary(&ids[17]).unwrap_err();
     assert_eq!(first.kind(), dsh_persist::ErrorKind::Corruption, "{first}");

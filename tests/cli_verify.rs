@@ -580,6 +580,46 @@ fn a_live_writers_torn_tail_and_temp_file_are_not_problems() {
     }
 }
 
+#[test]
+fn problems_come_in_session_order_however_many_sessions() {
+    // JSONL sessions are checked on two threads: the report is a loop's.
+    let dir = TempDir::new("verify-many");
+    let root = dir.path().join("root");
+    let mut config = dsh_persist::store::JsonlConfig::new(&root);
+    config.compression = dsh_persist::store::Compression::None;
+    let store = dsh_persist::store::Store::open(dsh_persist::store::StoreConfig::with_backend(
+        dsh_persist::store::BackendConfig::Jsonl(config),
+    ))
+    .unwrap();
+    let ids: Vec<String> = (0..40).map(|i| format!("s{i:02}")).collect();
+    for id in &ids {
+        let live = store
+            .start(dsh_persist::model::header::SessionHeader::new(id, 1_000))
+            .unwrap();
+        support::conv::complete_turn(&live, 1);
+        live.close().unwrap();
+    }
+    store.close().unwrap();
+    let broken = ["s05", "s22", "s23", "s37"];
+    for id in broken.iter().rev() {
+        break_raw_log(&root, id);
+    }
+    let before = tree_hashes(&root);
+    let r = run(["--json", "-q", "-s", root.to_str().unwrap(), "verify"]);
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    let v = r.json();
+    assert_eq!(v["sessions"], 40);
+    assert_eq!(v["ok"], 36);
+    let probs = problems(&v);
+    assert_eq!(
+        probs.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
+        broken,
+        "{probs:?}"
+    );
+    assert!(probs.iter().all(|p| p.1 == "corruption"), "{probs:?}");
+    assert_eq!(before, tree_hashes(&root));
+}
+
 /// The directory named `name` under `root`.
 fn find_dir(root: &Path, name: &str) -> Option<std::path::PathBuf> {
     for entry in std::fs::read_dir(root).ok()?.flatten() {

@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use dsh_persist::backend::jsonl::JsonlBackend;
 use dsh_persist::backend::jsonl::scan::unescape_id;
+use dsh_persist::backend::parallel::map_in_order;
 use dsh_persist::backend::postgres::PostgresBackend;
 use dsh_persist::backend::scan::{Finding, FindingKind, StoreScan};
 use dsh_persist::backend::sqlite::SqliteBackend;
@@ -275,27 +276,30 @@ pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
                 .sort_by(|a, b| (&a.id, &a.path).cmp(&(&b.id, &b.path)));
             sessions = scan.sessions.len();
             let bar = Progress::bar("verify", sessions as u64);
-            for s in &scan.sessions {
+            // JSONL sessions are checked on two threads; the problems come
+            // out in the order of the sessions, as one loop finds them.
+            let two_threads = store.backend().concurrent_reads();
+            let found = map_in_order(&scan.sessions, two_threads, |s| {
                 bar.message(|| s.id.clone().unwrap_or_else(|| s.path.display().to_string()));
-                let before = problems.len();
-                match (&s.id, s.findings.is_empty()) {
-                    (Some(id), true) => {
-                        if let Err(p) = check_session(&store, id, &s.path) {
-                            problems.push(p);
-                        }
-                    }
-                    _ => problems.extend(
-                        s.findings
-                            .iter()
-                            .map(|f| Problem::from_finding(s.id.as_deref(), f)),
-                    ),
-                }
-                if problems.len() == before {
-                    ok += 1;
-                }
+                let found: Vec<Problem> = match (&s.id, s.findings.is_empty()) {
+                    (Some(id), true) => check_session(&store, id, &s.path)
+                        .err()
+                        .into_iter()
+                        .collect(),
+                    _ => s
+                        .findings
+                        .iter()
+                        .map(|f| Problem::from_finding(s.id.as_deref(), f))
+                        .collect(),
+                };
                 bar.inc(1);
-            }
+                Ok(found)
+            });
             bar.finish();
+            for found in found? {
+                ok += usize::from(found.is_empty());
+                problems.extend(found);
+            }
             for f in &scan.findings {
                 let in_flight = f.kind == FindingKind::OrphanTemp
                     && f.path

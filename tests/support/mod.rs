@@ -249,3 +249,36 @@ pub fn workload(n: usize) -> Vec<dsh_persist::model::event::Event> {
         .map(|l| dsh_persist::model::event::Event::parse(&l).unwrap())
         .collect()
 }
+
+/// The log file of raw JSONL session `id` under the store `root` (found
+/// by walking the tree).
+pub fn jsonl_log_of(root: &Path, id: &str) -> PathBuf {
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.parent().and_then(|p| p.file_name()) == Some(id.as_ref())
+                && path.file_name() == Some("session.jsonl".as_ref())
+            {
+                return path;
+            }
+        }
+    }
+    panic!("no log of {id} under {}", root.display())
+}
+
+/// Puts a line that does not parse after the first two lines (the header
+/// and the first record) of the raw JSONL log of `id` under the store
+/// `root`: a log that `load` refuses, and that a backward walk meets.
+pub fn break_raw_log(root: &Path, id: &str) {
+    let path = jsonl_log_of(root, id);
+    let text = fs::read_to_string(&path).unwrap();
+    let second = text.match_indices('\n').nth(1).unwrap().0 + 1;
+    fs::write(
+        &path,
+        format!("{}not json\n{}", &text[..second], &text[second..]),
+    )
+    .unwrap();
+}
