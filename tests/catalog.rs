@@ -636,7 +636,7 @@ fn an_open_turn_past_max_log_bytes_fails_the_summary_as_it_fails_a_load() {
 }
 
 #[test]
-fn a_listing_of_many_sessions_is_what_a_loop_over_them_gives() {
+fn a_listing_and_a_search_of_many_sessions_are_what_a_loop_gives() {
     // A JSONL listing reads its windows on two threads; what it returns
     // (and which session's error it fails with) is a plain loop's.
     let dir = TempDir::new("catalog-many");
@@ -674,6 +674,41 @@ fn a_listing_of_many_sessions_is_what_a_loop_over_them_gives() {
             .map(|s| (s.header.id.clone(), summary_fields(s), s.bytes))
             .collect::<Vec<_>>()
     );
+    // Search reads the sessions' texts on two threads too, in batches:
+    // hits, progress and truncation are in session order.
+    let turns = |id: &str| 1 + id[1..].parse::<u64>().unwrap() % 3;
+    let mut calls = Vec::new();
+    let all = store
+        .search(&SearchQuery::new("file.txt"), &mut |done, total| {
+            calls.push((done, total))
+        })
+        .unwrap();
+    assert_eq!(calls, (1..=60).map(|i| (i, 60)).collect::<Vec<_>>());
+    let hits: Vec<(String, u64)> = all.hits.iter().map(|h| (h.id.clone(), h.seq)).collect();
+    let mut expected = Vec::new();
+    for id in &ids {
+        let view = store.read_from(id, 0).unwrap();
+        for e in view.events.iter().filter(|e| e.type_str() == "tool/result") {
+            expected.push((id.clone(), e.seq));
+        }
+    }
+    assert_eq!(
+        expected.len() as u64,
+        ids.iter().map(|id| turns(id)).sum::<u64>()
+    );
+    assert_eq!(hits, expected[..hits.len()]);
+    assert_eq!(hits.len(), 100.min(expected.len()));
+    let mut limited = SearchQuery::new("file.txt");
+    limited.limit = 50;
+    let l = store.search(&limited, &mut |_, _| {}).unwrap();
+    assert!(l.truncated);
+    assert_eq!(
+        l.hits
+            .iter()
+            .map(|h| (h.id.clone(), h.seq))
+            .collect::<Vec<_>>(),
+        expected[..50]
+    );
     // Two sessions broken inside their logs (a line that does not parse,
     // before the last): the listing fails with the first one's error, in
     // the order `list` gives, every time.
@@ -689,5 +724,20 @@ fn a_listing_of_many_sessions_is_what_a_loop_over_them_gives() {
         // The listing's error names the session.
         assert_eq!(err.to_string(), format!("session \"{}\": {first}", ids[17]));
     }
+    // A search skips them (their index entries are stale), in order.
+    let skipped = store
+        .search(&SearchQuery::new("file.txt"), &mut |_, _| {})
+        .unwrap()
+        .skipped;
+    assert_eq!(
+        skipped,
+        vec![
+            (ids[17].clone(), first.to_string()),
+            (
+                ids[41].clone(),
+                store.summary(&ids[41]).unwrap_err().to_string()
+            )
+        ]
+    );
     store.close().unwrap();
 }

@@ -13,8 +13,13 @@ use serde_json::{Value, json};
 
 use super::search_index::{self, Doc, Docs};
 use super::text::event_text;
+use crate::backend::parallel::map_in_order;
 use crate::error::{Error, Result};
 use crate::store::Store;
+
+/// Sessions whose texts are read (on two threads for JSONL) before they
+/// are matched and counted in the progress.
+const SEARCH_BATCH: usize = 32;
 
 /// What to look for.
 #[derive(Clone, Debug)]
@@ -205,34 +210,58 @@ impl Store {
             sessions: total,
             ..SearchResult::default()
         };
-        for (i, (header, revision)) in snapshots.iter().enumerate() {
-            crate::store::cancel::checkpoint()?;
-            let id = &header.id;
-            match self.search_docs(id, revision, dir.as_deref()) {
-                Ok((docs, built)) => {
-                    result.indexed += usize::from(built);
-                    for d in docs.iter() {
-                        if let Some(at) = finder.find(d.folded.as_bytes()) {
-                            if result.hits.len() == query.limit {
-                                result.truncated = true;
-                                break;
-                            }
-                            result.hits.push(SearchHit {
-                                id: id.clone(),
-                                seq: d.seq,
-                                role: d.role.name(),
-                                snippet: snippet(&d.text, at, needle.len()),
-                            });
-                        }
-                    }
+        // JSONL sessions' texts are read on two threads, a batch at a
+        // time; matching and progress go in session order.
+        let two_threads = self.backend().concurrent_reads();
+        let mut done = 0;
+        for batch in snapshots.chunks(SEARCH_BATCH) {
+            let read = map_in_order(batch, two_threads, |(header, revision)| {
+                crate::store::cancel::checkpoint()?;
+                match self.search_docs(&header.id, revision, dir.as_deref()) {
+                    // A cancelled search stops (it is not one session's
+                    // failure).
+                    Err(e) if e.kind() == crate::error::ErrorKind::Cancelled => Err(e),
+                    other => Ok(other),
                 }
-                Err(e) if e.kind() == crate::error::ErrorKind::NotFound => {}
-                // A cancelled search stops (it is not one session's failure).
-                Err(e) if e.kind() == crate::error::ErrorKind::Cancelled => return Err(e),
-                Err(e) => result.skipped.push((id.clone(), e.to_string())),
+            })?;
+            for ((header, _), docs) in batch.iter().zip(read) {
+                match_docs(&header.id, docs, &finder, &needle, query.limit, &mut result);
+                done += 1;
+                progress(done, total);
             }
-            progress(i + 1, total);
         }
         Ok(result)
+    }
+}
+
+/// Adds the hits of one session's texts (or its failure) to `result`.
+fn match_docs(
+    id: &str,
+    docs: Result<(Docs, bool)>,
+    finder: &memchr::memmem::Finder<'_>,
+    needle: &str,
+    limit: usize,
+    result: &mut SearchResult,
+) {
+    match docs {
+        Ok((docs, built)) => {
+            result.indexed += usize::from(built);
+            for d in docs.iter() {
+                if let Some(at) = finder.find(d.folded.as_bytes()) {
+                    if result.hits.len() == limit {
+                        result.truncated = true;
+                        break;
+                    }
+                    result.hits.push(SearchHit {
+                        id: id.to_string(),
+                        seq: d.seq,
+                        role: d.role.name(),
+                        snippet: snippet(&d.text, at, needle.len()),
+                    });
+                }
+            }
+        }
+        Err(e) if e.kind() == crate::error::ErrorKind::NotFound => {}
+        Err(e) => result.skipped.push((id.to_string(), e.to_string())),
     }
 }
