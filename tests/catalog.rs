@@ -637,81 +637,94 @@ fn an_open_turn_past_max_log_bytes_fails_the_summary_as_it_fails_a_load() {
 
 #[test]
 fn a_listing_and_a_search_of_many_sessions_are_what_a_loop_gives() {
-    // A JSONL listing reads its windows on two threads; what it returns
-    // (and which session's error it fails with) is a plain loop's.
-    let dir = TempDir::new("catalog-many");
-    let cfg = config(Kind::JsonlRaw, &dir).unwrap();
-    let store = Store::open(cfg.clone()).unwrap();
-    for i in 0..60u64 {
-        let id = format!("s{i:02}");
-        let live = store.start(header(&id, "/m", 1_000 + i)).unwrap();
-        for turn in 1..=(1 + i % 3) {
-            complete_turn(&live, turn);
+    // JSONL and PostgreSQL (a pool of two or more) read the windows and
+    // texts on two threads; what a listing or search returns (and which
+    // session's error it fails with) is a plain loop's, on every backend.
+    for kind in KINDS {
+        let dir = TempDir::new(&format!("catalog-many-{kind:?}"));
+        let Some(cfg) = config(kind, &dir) else {
+            eprintln!("SKIPPED {kind:?}: no PostgreSQL server");
+            continue;
+        };
+        let store = Store::open(cfg.clone()).unwrap();
+        for i in 0..60u64 {
+            let id = format!("s{i:02}");
+            let live = store.start(header(&id, "/m", 1_000 + i)).unwrap();
+            for turn in 1..=(1 + i % 3) {
+                complete_turn(&live, turn);
+            }
+            live.close().unwrap();
         }
-        live.close().unwrap();
-    }
-    let ids: Vec<String> = store.list().unwrap().into_iter().map(|h| h.id).collect();
-    assert_eq!(ids.len(), 60);
-    let listed = store
-        .list_summaries(&ListQuery {
-            sort: SortKey::Created,
-            ascending: true,
-            ..ListQuery::default()
-        })
-        .unwrap();
-    let mut one_by_one: Vec<_> = ids
-        .iter()
-        .map(|id| store.summary(id).unwrap().unwrap())
-        .collect();
-    one_by_one.sort_by_key(|s| s.created_at);
-    assert_eq!(
-        listed
+        let ids: Vec<String> = store.list().unwrap().into_iter().map(|h| h.id).collect();
+        assert_eq!(ids.len(), 60);
+        let listed = store
+            .list_summaries(&ListQuery {
+                sort: SortKey::Created,
+                ascending: true,
+                ..ListQuery::default()
+            })
+            .unwrap();
+        let mut one_by_one: Vec<_> = ids
             .iter()
-            .map(|s| (s.header.id.clone(), summary_fields(s), s.bytes))
-            .collect::<Vec<_>>(),
-        one_by_one
-            .iter()
-            .map(|s| (s.header.id.clone(), summary_fields(s), s.bytes))
-            .collect::<Vec<_>>()
-    );
-    // Search reads the sessions' texts on two threads too, in batches:
-    // hits, progress and truncation are in session order.
-    let turns = |id: &str| 1 + id[1..].parse::<u64>().unwrap() % 3;
-    let mut calls = Vec::new();
-    let all = store
-        .search(&SearchQuery::new("file.txt"), &mut |done, total| {
-            calls.push((done, total))
-        })
-        .unwrap();
-    assert_eq!(calls, (1..=60).map(|i| (i, 60)).collect::<Vec<_>>());
-    let hits: Vec<(String, u64)> = all.hits.iter().map(|h| (h.id.clone(), h.seq)).collect();
-    let mut expected = Vec::new();
-    for id in &ids {
-        let view = store.read_from(id, 0).unwrap();
-        for e in view.events.iter().filter(|e| e.type_str() == "tool/result") {
-            expected.push((id.clone(), e.seq));
+            .map(|id| store.summary(id).unwrap().unwrap())
+            .collect();
+        one_by_one.sort_by_key(|s| s.created_at);
+        assert_eq!(
+            listed
+                .iter()
+                .map(|s| (s.header.id.clone(), summary_fields(s), s.bytes))
+                .collect::<Vec<_>>(),
+            one_by_one
+                .iter()
+                .map(|s| (s.header.id.clone(), summary_fields(s), s.bytes))
+                .collect::<Vec<_>>()
+        );
+        // Search reads the sessions' texts on two threads too, in batches:
+        // hits, progress and truncation are in session order.
+        let turns = |id: &str| 1 + id[1..].parse::<u64>().unwrap() % 3;
+        let mut calls = Vec::new();
+        let all = store
+            .search(&SearchQuery::new("file.txt"), &mut |done, total| {
+                calls.push((done, total))
+            })
+            .unwrap();
+        assert_eq!(calls, (1..=60).map(|i| (i, 60)).collect::<Vec<_>>());
+        let hits: Vec<(String, u64)> = all.hits.iter().map(|h| (h.id.clone(), h.seq)).collect();
+        let mut expected = Vec::new();
+        for id in &ids {
+            let view = store.read_from(id, 0).unwrap();
+            for e in view.events.iter().filter(|e| e.type_str() == "tool/result") {
+                expected.push((id.clone(), e.seq));
+            }
         }
+        assert_eq!(
+            expected.len() as u64,
+            ids.iter().map(|id| turns(id)).sum::<u64>()
+        );
+        assert_eq!(hits, expected[..hits.len()]);
+        assert_eq!(hits.len(), 100.min(expected.len()));
+        let mut limited = SearchQuery::new("file.txt");
+        limited.limit = 50;
+        let l = store.search(&limited, &mut |_, _| {}).unwrap();
+        assert!(l.truncated);
+        assert_eq!(
+            l.hits
+                .iter()
+                .map(|h| (h.id.clone(), h.seq))
+                .collect::<Vec<_>>(),
+            expected[..50]
+        );
+        if matches!(kind, Kind::JsonlRaw) {
+            broken_sessions_fail_in_order(&store, &dir, &ids);
+        }
+        store.close().unwrap();
     }
-    assert_eq!(
-        expected.len() as u64,
-        ids.iter().map(|id| turns(id)).sum::<u64>()
-    );
-    assert_eq!(hits, expected[..hits.len()]);
-    assert_eq!(hits.len(), 100.min(expected.len()));
-    let mut limited = SearchQuery::new("file.txt");
-    limited.limit = 50;
-    let l = store.search(&limited, &mut |_, _| {}).unwrap();
-    assert!(l.truncated);
-    assert_eq!(
-        l.hits
-            .iter()
-            .map(|h| (h.id.clone(), h.seq))
-            .collect::<Vec<_>>(),
-        expected[..50]
-    );
-    // Two sessions broken inside their logs (a line that does not parse,
-    // before the last): the listing fails with the first one's error, in
-    // the order `list` gives, every time.
+}
+
+/// Two sessions of the raw JSONL store in `dir` broken inside their logs (a
+/// line that does not parse, before the last): the listing fails with the
+/// first one's error, in the order `list` gives (`ids`), every time.
+fn broken_sessions_fail_in_order(store: &Store, dir: &TempDir, ids: &[String]) {
     let root = dir.path().join("root");
     for id in [&ids[41], &ids[17]] {
         support::break_raw_log(&root, id);
@@ -739,5 +752,4 @@ fn a_listing_and_a_search_of_many_sessions_are_what_a_loop_gives() {
             )
         ]
     );
-    store.close().unwrap();
 }

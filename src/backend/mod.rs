@@ -421,8 +421,9 @@ pub trait Backend: Send + Sync {
     }
 
     /// Whether reads of different sessions run side by side on two threads
-    /// (JSONL: separate files). A row store reads on one connection, so
-    /// its reads take turns (the default).
+    /// (JSONL: separate files; PostgreSQL: a pool of two or more
+    /// connections). SQLite reads on one connection, so its reads take
+    /// turns (the default).
     fn concurrent_reads(&self) -> bool {
         false
     }

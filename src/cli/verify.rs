@@ -276,7 +276,8 @@ pub fn verify(args: &StoreArgs, json: bool) -> Result<Outcome, Error> {
                 .sort_by(|a, b| (&a.id, &a.path).cmp(&(&b.id, &b.path)));
             sessions = scan.sessions.len();
             let bar = Progress::bar("verify", sessions as u64);
-            // JSONL sessions are checked on two threads; the problems come
+            // Sessions are checked on two threads where the backend reads
+            // side by side (`Backend::concurrent_reads`); the problems come
             // out in the order of the sessions, as one loop finds them.
             let two_threads = store.backend().concurrent_reads();
             let found = map_in_order(&scan.sessions, two_threads, |s| {

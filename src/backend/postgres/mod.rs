@@ -337,6 +337,13 @@ impl PostgresBackend {
 }
 
 impl Backend for PostgresBackend {
+    /// Each read takes a connection of the pool for its length (none
+    /// holds one while it asks for another), so two run side by side when
+    /// the pool has two.
+    fn concurrent_reads(&self) -> bool {
+        self.pool.max() >= 2
+    }
+
     fn read_window(
         &self,
         id: &str,

@@ -164,6 +164,11 @@ impl Pool {
         &self.resolved.label
     }
 
+    /// The most connections the pool keeps open at once (`poolSize`).
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
     /// A new connection outside the pool (writer locks, listeners).
     pub fn connect_dedicated(&self) -> Result<Conn> {
         connect(&self.resolved, &self.tls, &self.schema_ident)

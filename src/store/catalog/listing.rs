@@ -83,7 +83,8 @@ impl Store {
     /// this store is flushed first. Sessions that vanish meanwhile are left
     /// out; one whose window cannot be read fails the listing with an error
     /// naming it (`session "id": …`, the first such session in `list`
-    /// order). JSONL windows are read on two threads.
+    /// order). Windows are read on two threads where the backend reads
+    /// side by side ([`crate::backend::Backend::concurrent_reads`]).
     pub fn list_summaries(&self, query: &ListQuery) -> Result<Vec<SessionSummary>> {
         let mut headers = self.list()?;
         headers.retain(|header| {
@@ -96,9 +97,9 @@ impl Store {
                     .as_ref()
                     .is_none_or(|p| header.parent_session.as_ref() == Some(p))
         });
-        // JSONL windows are read on two threads; the outcome (the
-        // summaries, or the first failing session's error in list order)
-        // is a plain loop's.
+        // Windows are read on two threads where the backend can; the
+        // outcome (the summaries, or the first failing session's error in
+        // list order) is a plain loop's.
         let two_threads = self.backend().concurrent_reads();
         let summaries = crate::backend::parallel::map_in_order(&headers, two_threads, |header| {
             crate::store::cancel::checkpoint()?;

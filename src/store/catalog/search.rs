@@ -210,7 +210,8 @@ impl Store {
             sessions: total,
             ..SearchResult::default()
         };
-        // JSONL sessions' texts are read on two threads, a batch at a
+        // Sessions' texts are read on two threads where the backend reads
+        // side by side (`Backend::concurrent_reads`), a batch at a
         // time; matching and progress go in session order.
         let two_threads = self.backend().concurrent_reads();
         let mut done = 0;
