@@ -21,6 +21,13 @@
 //!   directory works) and SQLite opens `<resolved parent>/<name>` with
 //!   `SQLITE_OPEN_NOFOLLOW`; the file itself must not be a symbolic link.
 //!   Every check runs on the file SQLite opens.
+//! - **Reads side by side.** A read that finds the connection busy (a
+//!   write, or another thread's read) runs on a side connection of its own
+//!   instead of waiting, when the file is a WAL database opened normally
+//!   (WAL readers never block each other or the writer). A side connection
+//!   is checked like the first (the file's owner and mode, the same file
+//!   identity, the same store id); at most [`SIDE_CONNECTIONS`] are kept.
+//!   One that cannot be had sends the read to the main connection.
 
 use std::path::{Path, PathBuf};
 
@@ -60,6 +67,20 @@ enum State {
     Closed,
 }
 
+/// The idle side connections kept for reads (see the module docs).
+const SIDE_CONNECTIONS: usize = 2;
+
+/// Read connections beside the main one.
+#[derive(Default)]
+struct Side {
+    /// The file and identity the main connection established: side reads
+    /// are allowed. `None` until then, and for a fallback open, a pristine
+    /// file, a database in memory or a journal mode other than WAL.
+    ready: Option<(PathBuf, Ident)>,
+    idle: Vec<Connection>,
+    closed: bool,
+}
+
 /// The database of one store, opened when first needed.
 pub struct Database {
     /// The file as configured (`None` in memory).
@@ -68,6 +89,7 @@ pub struct Database {
     journal_mode: JournalMode,
     busy_timeout_ms: u32,
     state: Mutex<State>,
+    side: Mutex<Side>,
 }
 
 /// `path` as SQLite must see it: a file path, never a URI.
@@ -139,6 +161,7 @@ impl Database {
             journal_mode,
             busy_timeout_ms,
             state: Mutex::new(State::Unopened),
+            side: Mutex::new(Side::default()),
         };
         if path == MEMORY_PATH {
             let conn =
@@ -165,6 +188,9 @@ impl Database {
                 // refused at open), read-only: nothing is written.
                 let (conn, ident, fallback) = db.open_for_reading(&file)?;
                 if !fallback {
+                    if let Some(ident) = &ident {
+                        db.allow_side_reads(&file, ident);
+                    }
                     *db.state.get_mut() = State::Reading {
                         conn,
                         ident,
@@ -293,7 +319,17 @@ impl Database {
         &self,
         f: impl FnOnce(&mut Connection, &Ident) -> Result<T>,
     ) -> Result<Option<T>> {
-        let mut state = self.state.lock();
+        let mut state = match self.state.try_lock() {
+            Some(state) => state,
+            None => match self.side_connection() {
+                Some((mut conn, ident)) => {
+                    let out = f(&mut conn, &ident);
+                    self.return_side(conn);
+                    return out.map(Some);
+                }
+                None => self.state.lock(),
+            },
+        };
         loop {
             match &mut *state {
                 State::Closed => return Err(self.closed()),
@@ -308,13 +344,17 @@ impl Database {
                         // initialised it since.
                         if let Some(store_id) = schema::read_store_id(conn, &self.label)? {
                             let file = self.path.as_deref().map(resolved).transpose()?;
-                            *ident = Some(Ident {
+                            let found = Ident {
                                 store_id,
-                                revision_prefix: match file {
-                                    Some(p) => super::file_identity(&p)?,
+                                revision_prefix: match &file {
+                                    Some(p) => super::file_identity(p)?,
                                     None => "memory".into(),
                                 },
-                            });
+                            };
+                            if let (Some(file), false) = (&file, *fallback) {
+                                self.allow_side_reads(file, &found);
+                            }
+                            *ident = Some(found);
                         }
                     }
                     let out = match ident {
@@ -339,6 +379,9 @@ impl Database {
                         return Ok(None);
                     }
                     let (conn, ident, fallback) = self.open_for_reading(&file)?;
+                    if let (Some(ident), false) = (&ident, fallback) {
+                        self.allow_side_reads(&file, ident);
+                    }
                     *state = State::Reading {
                         conn,
                         ident,
@@ -372,6 +415,7 @@ impl Database {
             Connection::open_with_flags(&file, Self::flags() | OpenFlags::SQLITE_OPEN_READ_WRITE)
                 .map_err(|e| sql_error(&self.label, "cannot open", e))?;
         let (conn, ident) = self.set_up_writable(conn, Some(&file))?;
+        self.allow_side_reads(&file, &ident);
         *state = State::Writable { conn, ident };
         match &mut *state {
             State::Writable { conn, ident } => f(conn, ident),
@@ -388,8 +432,73 @@ impl Database {
         }
     }
 
+    /// Whether reads may run on side connections (a WAL database file).
+    pub fn side_reads(&self) -> bool {
+        self.path.is_some() && self.journal_mode == JournalMode::Wal
+    }
+
+    /// The main connection has opened `file` (resolved) normally and found
+    /// `ident`: side connections may be opened on it.
+    fn allow_side_reads(&self, file: &Path, ident: &Ident) {
+        if self.journal_mode != JournalMode::Wal {
+            return;
+        }
+        let mut side = self.side.lock();
+        if !side.closed {
+            side.ready = Some((file.to_path_buf(), ident.clone()));
+        }
+    }
+
+    /// An idle side connection, or a new one checked like the main one.
+    /// `None` (the read goes to the main connection): side reads are not
+    /// allowed (yet), the store is closing, or the open or a check failed.
+    fn side_connection(&self) -> Option<(Connection, Ident)> {
+        let (file, ident) = {
+            let mut side = self.side.lock();
+            if side.closed {
+                return None;
+            }
+            let (file, ident) = side.ready.clone()?;
+            if let Some(conn) = side.idle.pop() {
+                return Some((conn, ident));
+            }
+            (file, ident)
+        };
+        // The checks of the first open, on the file SQLite opens now.
+        let uid = access::current_uid().ok()?;
+        if !access::check_existing(&file, uid).ok()? || disk_full(&access::parent_dir(&file)) {
+            return None;
+        }
+        let mut conn =
+            Connection::open_with_flags(&file, Self::flags() | OpenFlags::SQLITE_OPEN_READ_WRITE)
+                .ok()?;
+        schema::apply_connection_pragmas(&conn, &self.label, self.busy_timeout_ms).ok()?;
+        let store_id = schema::read_store_id(&mut conn, &self.label).ok()??;
+        let same = store_id == ident.store_id
+            && super::file_identity(&file).ok()? == ident.revision_prefix;
+        same.then_some((conn, ident))
+    }
+
+    /// Keeps a side connection for the next read (or closes it).
+    fn return_side(&self, conn: Connection) {
+        let mut side = self.side.lock();
+        if !side.closed && side.ready.is_some() && side.idle.len() < SIDE_CONNECTIONS {
+            side.idle.push(conn);
+            return;
+        }
+        drop(side);
+        drop(conn);
+    }
+
     /// Closes the connection; later calls fail as closed.
     pub fn close(&self) -> Result<()> {
+        let idle = {
+            let mut side = self.side.lock();
+            side.closed = true;
+            side.ready = None;
+            std::mem::take(&mut side.idle)
+        };
+        drop(idle);
         let state = std::mem::replace(&mut *self.state.lock(), State::Closed);
         match state {
             State::Writable { conn, .. } | State::Reading { conn, .. } => conn
@@ -415,5 +524,124 @@ mod tests {
             uri(Path::new("/a b/x?.db"), "immutable=1"),
             "file:/a%20b/x%3F.db?immutable=1"
         );
+    }
+
+    /// A private directory for one test, removed on drop.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(tag: &str) -> Dir {
+            static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = std::env::temp_dir()
+                .join(format!("dsh-connection-{tag}-{}-{n}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .unwrap();
+            Dir(dir)
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn open(path: &Path, mode: JournalMode) -> Database {
+        Database::open(path.to_str().unwrap(), mode, 5_000, "test database".into()).unwrap()
+    }
+
+    /// A database file made and initialised by a writer, then closed.
+    fn initialised(dir: &Dir, mode: JournalMode) -> PathBuf {
+        let path = dir.0.join("sessions.db");
+        let w = open(&path, mode);
+        w.write(|_, _| Ok(())).unwrap();
+        w.close().unwrap();
+        path
+    }
+
+    fn store_id(c: &mut Connection, _: &Ident) -> Result<String> {
+        c.query_row("SELECT store_id FROM persistence_state", [], |r| r.get(0))
+            .map_err(|e| sql_error("test", "store id", e))
+    }
+
+    /// Runs a read on another thread while this one holds the main
+    /// connection; its result, or `None` if it did not finish while held.
+    fn read_while_held(db: &Database) -> Option<Result<Option<String>>> {
+        let held = db.state.lock();
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            s.spawn(move || tx.send(db.read(store_id)).unwrap());
+            let got = rx.recv_timeout(std::time::Duration::from_secs(30)).ok();
+            drop(held);
+            got
+        })
+    }
+
+    #[test]
+    fn a_read_finding_the_connection_busy_runs_beside_it() {
+        let dir = Dir::new("side");
+        let path = initialised(&dir, JournalMode::Wal);
+        let db = open(&path, JournalMode::Wal);
+        assert!(db.side_reads());
+        let expected = db.ident().unwrap().store_id;
+        let got = read_while_held(&db).expect("the read ran on a side connection");
+        assert_eq!(got.unwrap(), Some(expected.clone()));
+        // The side connection is kept for the next busy read.
+        assert_eq!(db.side.lock().idle.len(), 1);
+        assert_eq!(read_while_held(&db).unwrap().unwrap(), Some(expected));
+        assert_eq!(db.side.lock().idle.len(), 1);
+        // Closed: no side connection is kept or opened, and reads fail.
+        db.close().unwrap();
+        assert!(db.side.lock().idle.is_empty());
+        assert!(db.side_connection().is_none());
+        assert_eq!(
+            db.read(store_id).unwrap_err().kind(),
+            crate::ErrorKind::Closed
+        );
+    }
+
+    #[test]
+    fn side_connections_are_checked_like_the_first() {
+        let dir = Dir::new("side-checks");
+        let path = initialised(&dir, JournalMode::Wal);
+        let db = open(&path, JournalMode::Wal);
+        assert!(db.side_connection().is_some());
+        // Another file (another inode) in its place: refused.
+        let copy = dir.0.join("copy.db");
+        std::fs::copy(&path, &copy).unwrap();
+        std::fs::rename(&copy, &path).unwrap();
+        assert!(db.side_connection().is_none());
+        // A link in its place: refused.
+        std::fs::rename(&path, dir.0.join("real.db")).unwrap();
+        std::os::unix::fs::symlink(dir.0.join("real.db"), &path).unwrap();
+        assert!(db.side_connection().is_none());
+        db.close().unwrap();
+    }
+
+    #[test]
+    fn no_side_reads_without_wal_or_before_the_identity() {
+        // A rollback journal: a reader could hold a writer up.
+        let dir = Dir::new("side-delete");
+        let path = initialised(&dir, JournalMode::Delete);
+        let db = open(&path, JournalMode::Delete);
+        assert!(!db.side_reads());
+        assert!(db.side_connection().is_none());
+        db.close().unwrap();
+        // A pristine (empty) file: nothing to check a side connection
+        // against until a writer initialises it.
+        let dir = Dir::new("side-pristine");
+        let path = dir.0.join("sessions.db");
+        std::fs::write(&path, b"").unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        let db = open(&path, JournalMode::Wal);
+        assert_eq!(db.read(store_id).unwrap(), None);
+        assert!(db.side_connection().is_none());
+        db.write(|_, _| Ok(())).unwrap();
+        assert!(db.side_connection().is_some());
+        db.close().unwrap();
     }
 }

@@ -274,6 +274,12 @@ fn file_identity(path: &Path) -> Result<String> {
 }
 
 impl Backend for SqliteBackend {
+    /// A WAL database file: a read that finds the connection busy runs on
+    /// a side connection (see `connection`).
+    fn concurrent_reads(&self) -> bool {
+        self.db.side_reads()
+    }
+
     fn read_window(
         &self,
         id: &str,
