@@ -697,6 +697,30 @@ mod tests {
     }
 
     #[test]
+    fn a_header_is_read_across_chunks_and_up_to_its_bound_exactly() {
+        let tmp = Scratch::new();
+        // A header line longer than one read (a long cwd): read whole.
+        let cwd = "/d".repeat(HEADER_CHUNK);
+        let long = format!(
+            "{{\"type\":\"session\",\"version\":0,\"id\":\"h\",\"createdAt\":1,\"cwd\":\"{cwd}\",\"delegationDepth\":0}}\n"
+        );
+        let p = tmp.file("long-cwd.jsonl", long.as_bytes());
+        let h = read_header(&p, Compression::None).unwrap();
+        assert_eq!(h.cwd.as_deref(), Some(cwd.as_str()));
+        // A file of exactly the bound is within it; one byte less is not.
+        let text = header_text(0);
+        let p = tmp.file("exact.jsonl", text.as_bytes());
+        assert_eq!(
+            read_header_within(&p, Compression::None, text.len())
+                .unwrap()
+                .id,
+            "h"
+        );
+        let e = read_header_within(&p, Compression::None, text.len() - 1).unwrap_err();
+        assert!(e.to_string().contains("within its first"), "{e}");
+    }
+
+    #[test]
     fn project_names() {
         assert!(is_project_name("--a-b--"));
         assert!(is_project_name("_no-cwd"));
