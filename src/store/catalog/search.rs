@@ -17,7 +17,8 @@ use crate::backend::parallel::map_in_order;
 use crate::error::{Error, Result};
 use crate::store::Store;
 
-/// Sessions whose texts are read (on two threads for JSONL) before they
+/// Sessions whose texts are read (on two threads where the backend reads
+/// side by side) before they
 /// are matched and counted in the progress.
 const SEARCH_BATCH: usize = 32;
 
