@@ -18,8 +18,7 @@ use crate::error::{Error, Result};
 use crate::store::Store;
 
 /// Sessions whose texts are read (on two threads where the backend reads
-/// side by side) before they
-/// are matched and counted in the progress.
+/// side by side) before they are matched and counted in the progress.
 const SEARCH_BATCH: usize = 32;
 
 /// What to look for.
