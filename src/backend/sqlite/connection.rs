@@ -26,7 +26,7 @@
 //!   instead of waiting, when the file is a WAL database opened normally
 //!   (WAL readers never block each other or the writer). A side connection
 //!   is checked like the first (the file's owner and mode, the same file
-//!   identity, the same store id); at most [`SIDE_CONNECTIONS`] are kept.
+//!   identity, the same store id); at most two are kept.
 //!   One that cannot be had sends the read to the main connection.
 
 use std::path::{Path, PathBuf};
