@@ -469,13 +469,13 @@ impl Database {
         if !access::check_existing(&file, uid).ok()? || disk_full(&access::parent_dir(&file)) {
             return None;
         }
-        let mut conn =
+        let conn =
             Connection::open_with_flags(&file, Self::flags() | OpenFlags::SQLITE_OPEN_READ_WRITE)
                 .ok()?;
-        schema::apply_connection_pragmas(&conn, &self.label, self.busy_timeout_ms).ok()?;
-        let store_id = schema::read_store_id(&mut conn, &self.label).ok()??;
-        let same = store_id == ident.store_id
-            && super::file_identity(&file).ok()? == ident.revision_prefix;
+        let (conn, found) = self.reading_identity(conn, &file).ok()?;
+        let found = found?;
+        let same =
+            found.store_id == ident.store_id && found.revision_prefix == ident.revision_prefix;
         same.then_some((conn, ident))
     }
 
