@@ -714,6 +714,40 @@ fn a_listing_and_a_search_of_many_sessions_are_what_a_loop_gives() {
                 .collect::<Vec<_>>(),
             expected[..50]
         );
+        // Every 7th session grows a turn: its texts are read again, the
+        // others come from the index held in memory, in the same batches;
+        // hits and progress stay in session order.
+        let grown: Vec<&String> = ids.iter().step_by(7).collect();
+        for id in &grown {
+            let live = store.resume(id).unwrap();
+            complete_turn(&live, turns(id) + 1);
+            live.close().unwrap();
+        }
+        let mut calls = Vec::new();
+        let mut unlimited = SearchQuery::new("file.txt");
+        unlimited.limit = usize::MAX;
+        let mixed = store
+            .search(&unlimited, &mut |done, total| calls.push((done, total)))
+            .unwrap();
+        assert_eq!(calls, (1..=60).map(|i| (i, 60)).collect::<Vec<_>>());
+        assert_eq!(mixed.indexed, grown.len());
+        let mut expected = Vec::new();
+        for id in &ids {
+            let view = store.read_from(id, 0).unwrap();
+            for e in view.events.iter().filter(|e| e.type_str() == "tool/result") {
+                expected.push((id.clone(), e.seq));
+            }
+        }
+        let total_turns: u64 = ids.iter().map(|id| turns(id)).sum();
+        assert_eq!(expected.len() as u64, total_turns + grown.len() as u64);
+        assert_eq!(
+            mixed
+                .hits
+                .iter()
+                .map(|h| (h.id.clone(), h.seq))
+                .collect::<Vec<_>>(),
+            expected
+        );
         if matches!(kind, Kind::JsonlRaw) {
             broken_sessions_fail_in_order(&store, &dir, &ids);
         }

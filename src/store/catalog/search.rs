@@ -210,13 +210,25 @@ impl Store {
             sessions: total,
             ..SearchResult::default()
         };
-        // Sessions' texts are read on two threads where the backend reads
-        // side by side (`Backend::concurrent_reads`), a batch at a
-        // time; matching and progress go in session order.
+        // Texts the index holds in memory are taken here; the others are
+        // read, on two threads where the backend reads side by side
+        // (`Backend::concurrent_reads`) and two or more of a batch are
+        // left. Matching and progress go in session order.
         let two_threads = self.backend().concurrent_reads();
         let mut done = 0;
         for batch in snapshots.chunks(SEARCH_BATCH) {
-            let read = map_in_order(batch, two_threads, |(header, revision)| {
+            crate::store::cancel::checkpoint()?;
+            let held: Vec<Option<Docs>> = batch
+                .iter()
+                .map(|(_, revision)| search_index::memory_get(revision))
+                .collect();
+            let to_read: Vec<_> = batch
+                .iter()
+                .zip(&held)
+                .filter(|(_, held)| held.is_none())
+                .map(|(snapshot, _)| snapshot)
+                .collect();
+            let mut read = map_in_order(&to_read, two_threads, |(header, revision)| {
                 crate::store::cancel::checkpoint()?;
                 match self.search_docs(&header.id, revision, dir.as_deref()) {
                     // A cancelled search stops (it is not one session's
@@ -224,8 +236,15 @@ impl Store {
                     Err(e) if e.kind() == crate::error::ErrorKind::Cancelled => Err(e),
                     other => Ok(other),
                 }
-            })?;
-            for ((header, _), docs) in batch.iter().zip(read) {
+            })?
+            .into_iter();
+            for ((header, _), held) in batch.iter().zip(held) {
+                let docs = match held {
+                    Some(docs) => Ok((docs, false)),
+                    None => read.next().unwrap_or_else(|| {
+                        Err(Error::invariant("search: a session's read went missing"))
+                    }),
+                };
                 match_docs(&header.id, docs, &finder, &needle, query.limit, &mut result);
                 done += 1;
                 progress(done, total);
