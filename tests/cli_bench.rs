@@ -166,8 +166,22 @@ fn bench_json_report_has_every_figure() {
 }
 
 /// The PostgreSQL bench tests check that no bench schema is left: one at
-/// a time.
-static PG_BENCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// a time, across test processes too (nextest runs each test in a process
+/// of its own): an exclusive `flock` of a file in the temp dir, held until
+/// the returned file is dropped. Two descriptions of the file exclude each
+/// other in one process as well.
+fn one_pg_bench_at_a_time() -> std::fs::File {
+    let path = std::env::temp_dir().join("dsh-persist-tests-pg-bench.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        .unwrap_or_else(|e| panic!("flock {}: {e}", path.display()));
+    file
+}
 
 /// `--json bench FLAGS --out-dir TMP` against the test server, one such
 /// bench at a time (until the result is dropped: keep it bound), and what
@@ -176,12 +190,12 @@ struct PgBench {
     url: String,
     v: serde_json::Value,
     tmp: TempDir,
-    _one_at_a_time: std::sync::MutexGuard<'static, ()>,
+    _one_at_a_time: std::fs::File,
 }
 
 fn pg_bench(test: &str, tag: &str, flags: &[&str]) -> Option<PgBench> {
     let url = support::pg::url(test)?;
-    let one_at_a_time = PG_BENCH.lock().unwrap_or_else(|e| e.into_inner());
+    let one_at_a_time = one_pg_bench_at_a_time();
     let tmp = TempDir::new(tag);
     let mut args = vec!["--json", "bench"];
     args.extend_from_slice(flags);
