@@ -169,6 +169,101 @@ fn summaries_match_full_reads() {
     });
 }
 
+/// Every listed session as the rich listing returns it, by id.
+fn listed_by_id(store: &Store) -> Vec<(String, serde_json::Value)> {
+    let mut rows: Vec<_> = store
+        .list_summaries(&ListQuery::default())
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.header.id.clone(), s.to_value()))
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows
+}
+
+/// Every stored session's summary read from its log (`Store::summary`
+/// reads a window, never the summary index), by id.
+fn read_by_id(store: &Store) -> Vec<(String, serde_json::Value)> {
+    let mut ids: Vec<String> = store.list().unwrap().into_iter().map(|h| h.id).collect();
+    ids.sort();
+    ids.into_iter()
+        .map(|id| {
+            let s = store.summary(&id).unwrap().unwrap();
+            (id, s.to_value())
+        })
+        .collect()
+}
+
+#[test]
+fn a_rich_listing_reads_again_only_the_sessions_that_changed() {
+    use dsh_persist::store::catalog::summary_index;
+    for kind in KINDS {
+        let dir = TempDir::new(&format!("catalog-summary-index-{kind:?}"));
+        let Some(cfg) = config(kind, &dir) else {
+            eprintln!("SKIPPED {kind:?}: no PostgreSQL server");
+            continue;
+        };
+        let store = Store::open(cfg.clone()).unwrap();
+        populate(&store);
+        assert_eq!(listed_by_id(&store), read_by_id(&store), "{kind:?}");
+        // A row held for b's current revision is what the listing shows
+        // (its header still the listing's): b's log is not read.
+        let b = store.summary("b").unwrap().unwrap();
+        let mut planted = b.clone();
+        planted.title = Some("planted".into());
+        planted.header.cwd = Some("/elsewhere".into());
+        summary_index::memory_put(&planted);
+        let rows = store.list_summaries(&ListQuery::default()).unwrap();
+        let listed_b = rows.iter().find(|s| s.header.id == "b").unwrap();
+        assert_eq!(listed_b.title.as_deref(), Some("planted"), "{kind:?}");
+        assert_eq!(listed_b.header.cwd.as_deref(), Some("/b"), "{kind:?}");
+        // b grows a turn: a new revision, read again.
+        let live = store.resume("b").unwrap();
+        complete_turn(&live, 2);
+        // Acknowledged, not yet flushed: the listing flushes first.
+        let rows = listed_by_id(&store);
+        live.close().unwrap();
+        assert_eq!(rows, read_by_id(&store), "{kind:?}");
+        assert_eq!(rows[1].1["turnCount"], 2, "{kind:?}");
+        assert_eq!(rows[1].1["title"], serde_json::Value::Null, "{kind:?}");
+        // A fork, a deletion, then a new handle of the store.
+        store
+            .fork("a", None, Some(header("c", "/a", 5_000)))
+            .unwrap()
+            .close()
+            .unwrap();
+        assert_eq!(listed_by_id(&store), read_by_id(&store), "{kind:?}");
+        store.delete("a").unwrap();
+        let rows = listed_by_id(&store);
+        assert_eq!(rows, read_by_id(&store), "{kind:?}");
+        assert_eq!(rows.len(), 2, "{kind:?}");
+        store.close().unwrap();
+        let store = Store::open(cfg.clone()).unwrap();
+        assert_eq!(listed_by_id(&store), read_by_id(&store), "{kind:?}");
+        // Where the store has a cache directory, the index file holds the
+        // stored sessions' rows under their current revisions (a's is gone).
+        let cache = match kind {
+            Kind::JsonlZstd | Kind::JsonlRaw => Some(dir.path().join("root/.dsh-persist-cache")),
+            Kind::Sqlite => Some(dir.path().join("sessions.db.dsh-persist-cache")),
+            Kind::Postgres => None,
+        };
+        if let Some(cache) = cache {
+            let rows = summary_index::load(&cache);
+            let mut ids: Vec<&String> = rows.keys().collect();
+            ids.sort();
+            assert_eq!(ids, ["b", "c"], "{kind:?}");
+            for (id, row) in &rows {
+                assert_eq!(
+                    row.revision,
+                    store.summary(id).unwrap().unwrap().revision,
+                    "{kind:?} {id}"
+                );
+            }
+        }
+        store.close().unwrap();
+    }
+}
+
 #[test]
 fn search_finds_user_assistant_and_tool_text_and_reuses_its_index() {
     each(|kind, store, _| {

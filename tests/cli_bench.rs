@@ -97,6 +97,25 @@ fn bench_json_report_has_every_figure() {
             let best = own["open_and_list_own_process_best_ms"].as_f64().unwrap();
             let median = own["open_and_list_own_process_median_ms"].as_f64().unwrap();
             assert!(best > 0.0 && best <= median, "{name}: {best} {median}");
+            // The catalog's rich listing without the summary index, from
+            // its file and from memory, 3 runs each.
+            let c = &b["catalog"];
+            assert_eq!(c["sessions"], 4, "{name}");
+            for k in [
+                "rich_list",
+                "rich_list_from_index_file",
+                "rich_list_from_index_memory",
+            ] {
+                assert_eq!(
+                    c[format!("{k}_runs_ms")].as_array().unwrap().len(),
+                    3,
+                    "{name} {k}"
+                );
+                assert!(
+                    c[format!("{k}_best_ms")].as_f64().unwrap() > 0.0,
+                    "{name} {k}"
+                );
+            }
         }
         // The C ABI's text path, on one JSONL kind and SQLite.
         let text = matches!(name.as_str(), "jsonl-zstd-packed" | "sqlite");

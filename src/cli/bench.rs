@@ -970,7 +970,7 @@ struct Metric {
     label: &'static str,
 }
 
-const METRICS: [Metric; 15] = [
+const METRICS: [Metric; 17] = [
     Metric {
         ours: "append.events_per_sec",
         original: &["append", "eventsPerSec"],
@@ -1048,6 +1048,18 @@ const METRICS: [Metric; 15] = [
         original: &[],
         higher_is_better: false,
         label: "rich list(N x 1000 ev) ms",
+    },
+    Metric {
+        ours: "catalog.rich_list_from_index_file_best_ms",
+        original: &[],
+        higher_is_better: false,
+        label: "rich list, index file ms",
+    },
+    Metric {
+        ours: "catalog.rich_list_from_index_memory_best_ms",
+        original: &[],
+        higher_is_better: false,
+        label: "rich list, index in memory ms",
     },
     Metric {
         ours: "catalog.search_index_ms",

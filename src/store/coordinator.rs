@@ -1039,6 +1039,27 @@ impl Store {
         Ok(())
     }
 
+    /// Flushes every live session of this store (as [`Store::flush_live`]
+    /// each, in id order); a failure names the session.
+    pub fn flush_all_live(&self) -> Result<()> {
+        self.shared.check_open()?;
+        let mut live: Vec<(String, Arc<LiveInner>)> = self
+            .shared
+            .registry
+            .lock()
+            .live
+            .iter()
+            .filter_map(|(id, w)| Some((id.clone(), w.upgrade()?)))
+            .collect();
+        live.sort_by(|a, b| a.0.cmp(&b.0));
+        for (id, inner) in live {
+            inner
+                .flush()
+                .map_err(|e| e.context(&format!("session {}", quote(&id))))?;
+        }
+        Ok(())
+    }
+
     /// Headers of the materialized sessions, as headers of their own
     /// ([`Store::listing`] returns the same list, packed).
     pub fn list(&self) -> Result<Vec<SessionHeader>> {

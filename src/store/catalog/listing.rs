@@ -3,7 +3,10 @@
 use serde_json::Value;
 
 use super::summary::{SUMMARY_SPEC, SessionSummary};
+use super::summary_index;
+use crate::backend::Revision;
 use crate::error::{Error, Result};
+use crate::model::header::SessionHeader;
 use crate::model::json::quote;
 use crate::store::Store;
 
@@ -79,40 +82,70 @@ impl ListQuery {
 impl Store {
     /// The rich listing (see [`SessionSummary`]): per session a window of
     /// its log only (JSONL: head and tail frames or lines; SQLite and
-    /// PostgreSQL: indexed rows), no lock, no repair. A live session of
-    /// this store is flushed first. Sessions that vanish meanwhile are left
-    /// out; one whose window cannot be read fails the listing with an error
-    /// naming it (`session "id": …`, the first such session in `list`
-    /// order). Windows are read on two threads where the backend reads
-    /// side by side ([`crate::backend::Backend::concurrent_reads`]).
+    /// PostgreSQL: indexed rows), no lock, no repair; or, for a session
+    /// whose revision token is the one a row of the summary index was
+    /// computed from ([`super::summary_index`]), that row, with no read of
+    /// its log. The live sessions of this store are flushed first. Sessions
+    /// that vanish meanwhile are left out; one whose window cannot be read
+    /// fails the listing with an error naming it (`session "id": …`, the
+    /// first such session in `list` order). Windows are read on two
+    /// threads where the backend reads side by side
+    /// ([`crate::backend::Backend::concurrent_reads`]).
     pub fn list_summaries(&self, query: &ListQuery) -> Result<Vec<SessionSummary>> {
-        let mut headers = self.list()?;
-        headers.retain(|header| {
-            query
-                .cwd
-                .as_ref()
-                .is_none_or(|c| header.cwd.as_ref() == Some(c))
-                && query
-                    .parent
+        self.flush_all_live()?;
+        let snapshots = self.list_snapshots()?;
+        let mut index = summary_index::Listing::open(self.backend().cache_dir(), &snapshots);
+        let wanted: Vec<&(SessionHeader, Revision)> = snapshots
+            .iter()
+            .filter(|(header, _)| {
+                query
+                    .cwd
                     .as_ref()
-                    .is_none_or(|p| header.parent_session.as_ref() == Some(p))
-        });
+                    .is_none_or(|c| header.cwd.as_ref() == Some(c))
+                    && query
+                        .parent
+                        .as_ref()
+                        .is_none_or(|p| header.parent_session.as_ref() == Some(p))
+            })
+            .collect();
+        let held: Vec<Option<SessionSummary>> = wanted
+            .iter()
+            .map(|(header, revision)| index.get(header, revision))
+            .collect();
+        let to_read: Vec<&str> = wanted
+            .iter()
+            .zip(&held)
+            .filter(|(_, held)| held.is_none())
+            .map(|((header, _), _)| header.id.as_str())
+            .collect();
         // Windows are read on two threads where the backend can; the
         // outcome (the summaries, or the first failing session's error in
         // list order) is a plain loop's.
         let two_threads = self.backend().concurrent_reads();
-        let summaries = crate::backend::parallel::map_in_order(&headers, two_threads, |header| {
+        let mut read = crate::backend::parallel::map_in_order(&to_read, two_threads, |id| {
             crate::store::cancel::checkpoint()?;
-            self.summary(&header.id).map_err(|e| match e.kind() {
+            self.summary(id).map_err(|e| match e.kind() {
                 crate::error::ErrorKind::Cancelled => e,
-                _ => e.context(&format!("session {}", quote(&header.id))),
+                _ => e.context(&format!("session {}", quote(id))),
             })
-        })?;
-        let mut out: Vec<SessionSummary> = summaries
-            .into_iter()
-            .flatten()
-            .filter(|s| query.updated_since.is_none_or(|t| s.updated_at >= t))
-            .collect();
+        })?
+        .into_iter();
+        let mut out = Vec::with_capacity(wanted.len());
+        for held in held {
+            let (summary, read) = match held {
+                Some(summary) => (summary, false),
+                None => match read.next() {
+                    Some(Some(summary)) => (summary, true),
+                    // Vanished since it was listed.
+                    Some(None) => continue,
+                    None => return Err(Error::invariant("list: a session's read went missing")),
+                },
+            };
+            index.note(&summary, read);
+            out.push(summary);
+        }
+        index.finish();
+        out.retain(|s| query.updated_since.is_none_or(|t| s.updated_at >= t));
         let key = |s: &SessionSummary| match query.sort {
             SortKey::Updated => (s.updated_at, s.created_at),
             SortKey::Created => (s.created_at, s.updated_at),

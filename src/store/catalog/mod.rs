@@ -11,6 +11,7 @@ pub mod listing;
 pub mod search;
 pub mod search_index;
 pub mod summary;
+pub mod summary_index;
 pub mod text;
 
 pub use export::ExportFormat;
