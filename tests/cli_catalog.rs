@@ -92,6 +92,47 @@ fn rich_list_agrees_with_full_reads() {
 }
 
 #[test]
+fn a_fresh_process_lists_unchanged_sessions_from_the_summary_index_file() {
+    use dsh_persist::backend::Revision;
+    use dsh_persist::store::catalog::summary_index;
+    for case in STORES {
+        let store = FixtureStore::new(case);
+        let cache = if store.flag == "--sqlite" {
+            std::path::PathBuf::from(format!("{}.dsh-persist-cache", store.path.display()))
+        } else {
+            store.path.join(".dsh-persist-cache")
+        };
+        let first = store.json("list", &["--long"]);
+        assert_eq!(first.code, 0, "{case}: {}", first.stderr);
+        let rows = summary_index::load(&cache);
+        let listed = first.json();
+        let listed = listed.as_array().unwrap();
+        assert_eq!(rows.len(), listed.len(), "{case}");
+        // A second process gives the same listing.
+        let again = store.json("list", &["--long"]);
+        assert_eq!(again.json(), first.json(), "{case}");
+        // A row changed in the file under a session's current token is
+        // what the next process lists (its log is not read); under another
+        // token it is not used.
+        let id = listed[0]["id"].as_str().unwrap().to_string();
+        let mut planted = rows.clone();
+        let row = planted.get_mut(&id).unwrap();
+        assert_eq!(row.revision.0, listed[0]["revision"].as_str().unwrap());
+        row.title = Some("planted title".into());
+        summary_index::save(&cache, &planted);
+        let shown = store.json("list", &["--long"]).json();
+        assert_eq!(shown[0]["title"], "planted title", "{case}");
+        planted.get_mut(&id).unwrap().revision = Revision("some other state".into());
+        summary_index::save(&cache, &planted);
+        assert_eq!(
+            store.json("list", &["--long"]).json(),
+            first.json(),
+            "{case}"
+        );
+    }
+}
+
+#[test]
 fn list_last_on_an_empty_store_is_not_found() {
     let dir = support::TempDir::new("cli-catalog-empty");
     let root = dir.path().join("root");
