@@ -80,7 +80,7 @@ fn with_header(held: &SessionSummary, header: &SessionHeader) -> SessionSummary 
 /// once, and whether a row changed.
 pub struct Listing {
     dir: Option<PathBuf>,
-    stored: HashMap<String, Stored>,
+    stored: HashMap<String, SessionSummary>,
     dirty: bool,
 }
 
@@ -103,7 +103,7 @@ impl Listing {
             self.stored
                 .get(&header.id)
                 .filter(|row| &row.revision == revision)
-                .map(|row| row.summary(header))
+                .map(|row| with_header(row, header))
         })
     }
 
@@ -115,7 +115,7 @@ impl Listing {
         }
         let id = &summary.header.id;
         if self.stored.get(id).map(|row| &row.revision) != Some(&summary.revision) {
-            self.stored.insert(id.clone(), Stored::of(summary));
+            self.stored.insert(id.clone(), summary.clone());
             self.dirty = true;
         }
     }
@@ -133,56 +133,11 @@ pub fn file_of(dir: &Path) -> PathBuf {
     dir.join("summaries").join("catalog.idx")
 }
 
-/// One stored row: what a summary holds besides its header.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Stored {
-    pub revision: Revision,
-    pub updated_at: i64,
-    pub event_count: u64,
-    pub turn_count: u64,
-    pub title: Option<String>,
-    pub first_prompt: Option<String>,
-    pub last_prompt: Option<String>,
-    pub open_turn: bool,
-    pub bytes: u64,
-}
-
-impl Stored {
-    pub fn of(s: &SessionSummary) -> Stored {
-        Stored {
-            revision: s.revision.clone(),
-            updated_at: s.updated_at,
-            event_count: s.event_count,
-            turn_count: s.turn_count,
-            title: s.title.clone(),
-            first_prompt: s.first_prompt.clone(),
-            last_prompt: s.last_prompt.clone(),
-            open_turn: s.open_turn,
-            bytes: s.bytes,
-        }
-    }
-
-    /// The summary of this row for `header` (the listing's).
-    pub fn summary(&self, header: &SessionHeader) -> SessionSummary {
-        SessionSummary {
-            header: header.clone(),
-            revision: self.revision.clone(),
-            created_at: header.created_at as i64,
-            updated_at: self.updated_at,
-            event_count: self.event_count,
-            turn_count: self.turn_count,
-            title: self.title.clone(),
-            first_prompt: self.first_prompt.clone(),
-            last_prompt: self.last_prompt.clone(),
-            open_turn: self.open_turn,
-            bytes: self.bytes,
-        }
-    }
-}
-
 /// The rows of the index file under `dir`, by session id; empty when there
-/// is none or it is damaged.
-pub fn load(dir: &Path) -> HashMap<String, Stored> {
+/// is none or it is damaged. The file keeps no header: a row's header is
+/// a placeholder (its id, created at 0), replaced by the listing's before
+/// the row is used ([`Listing::get`]).
+pub fn load(dir: &Path) -> HashMap<String, SessionSummary> {
     let Some(bytes) = cache_files::read_at_most(&file_of(dir), MAX_FILE_BYTES) else {
         return HashMap::new();
     };
@@ -199,12 +154,14 @@ fn opt_str(inp: &mut Input<'_>) -> Option<Option<String>> {
     }
 }
 
-fn parse(mut inp: Input<'_>) -> Option<HashMap<String, Stored>> {
+fn parse(mut inp: Input<'_>) -> Option<HashMap<String, SessionSummary>> {
     let n = usize::try_from(inp.u64()?).ok()?;
     let mut out = HashMap::with_capacity(n.min(1 << 20));
     for _ in 0..n {
         let id = inp.str()?.to_string();
-        let row = Stored {
+        let row = SessionSummary {
+            header: SessionHeader::new(&id, 0),
+            created_at: 0,
             revision: Revision(inp.str()?.to_string()),
             updated_at: inp.i64()?,
             event_count: inp.u64()?,
@@ -237,7 +194,7 @@ fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
 
 /// Writes the index file under `dir` (best effort: a cache that cannot be
 /// written is rebuilt next time).
-pub fn save(dir: &Path, rows: &HashMap<String, Stored>) {
+pub fn save(dir: &Path, rows: &HashMap<String, SessionSummary>) {
     let mut out = Vec::with_capacity(64 + rows.len() * 256);
     out.extend_from_slice(MAGIC);
     put_u64(&mut out, rows.len() as u64);
@@ -263,8 +220,10 @@ pub fn save(dir: &Path, rows: &HashMap<String, Stored>) {
 mod tests {
     use super::*;
 
-    fn row(i: u64, title: Option<&str>) -> Stored {
-        Stored {
+    fn row(id: &str, i: u64, title: Option<&str>) -> SessionSummary {
+        SessionSummary {
+            header: SessionHeader::new(id, 0),
+            created_at: 0,
             revision: Revision(format!("rev-{i}")),
             updated_at: -5 + i as i64,
             event_count: 10 * i,
@@ -285,15 +244,21 @@ mod tests {
             crate::backend::jsonl::revision::random_u64()
         ));
         assert!(load(&dir).is_empty());
-        let rows: HashMap<String, Stored> = [
-            ("a".to_string(), row(1, Some("A title"))),
-            ("b".to_string(), row(2, None)),
-            ("é".to_string(), row(3, Some(""))),
+        let rows: HashMap<String, SessionSummary> = [
+            row("a", 1, Some("A title")),
+            row("b", 2, None),
+            row("é", 3, Some("")),
         ]
         .into_iter()
+        .map(|r| (r.header.id.clone(), r))
         .collect();
+        let values = |rows: &HashMap<String, SessionSummary>| {
+            let mut v: Vec<_> = rows.values().map(SessionSummary::to_value).collect();
+            v.sort_by_key(|v| v["id"].to_string());
+            v
+        };
         save(&dir, &rows);
-        assert_eq!(load(&dir), rows);
+        assert_eq!(values(&load(&dir)), values(&rows));
         // One byte changed anywhere: the hash no longer matches.
         let path = file_of(&dir);
         let good = std::fs::read(&path).unwrap();
