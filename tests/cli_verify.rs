@@ -362,6 +362,9 @@ fn verify_checks_every_artifact_not_only_what_list_shows() {
     std::fs::write(&notes, b"x").unwrap();
     let link = root.join("--srv-torn--/torn-b/latest");
     std::os::unix::fs::symlink("session.jsonl.zstd", &link).unwrap();
+    // A regular file beside a log that is neither a log nor a temp file.
+    let beside = root.join("--srv-torn--/torn-b/notes.md");
+    std::fs::write(&beside, b"y").unwrap();
 
     let before = store.hashes();
     let r = store.json("verify", &[]);
@@ -412,13 +415,17 @@ fn verify_checks_every_artifact_not_only_what_list_shows() {
         .collect();
     assert_eq!(
         foreign,
-        [link.to_str().unwrap(), notes.to_str().unwrap()],
+        [
+            link.to_str().unwrap(),
+            beside.to_str().unwrap(),
+            notes.to_str().unwrap()
+        ],
         "{v:#}"
     );
     // 27 logs (the duplicate included); the defective ones are not ok.
     assert_eq!(v["sessions"], 27);
     assert_eq!(v["ok"], 27 - 5);
-    assert_eq!(v["problems"].as_array().unwrap().len(), 5 + 1 + 2);
+    assert_eq!(v["problems"].as_array().unwrap().len(), 5 + 1 + 3);
     assert_eq!(before, store.hashes(), "verify modified the store");
 
     // Human output names the kind and the path of each problem.
