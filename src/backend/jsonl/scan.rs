@@ -513,17 +513,11 @@ pub struct Encodings {
     pub none: Option<PathBuf>,
     /// A top-level entry that is not a project directory.
     pub foreign: Option<PathBuf>,
-    /// Whether the root holds anything at all (besides the store's own
-    /// writer-lock directory).
-    pub empty: bool,
 }
 
 /// Looks at the names under `root` (see [`Encodings`]).
 pub fn detect_encodings(root: &Path) -> Result<Encodings> {
-    let mut found = Encodings {
-        empty: true,
-        ..Encodings::default()
-    };
+    let mut found = Encodings::default();
     for project in entries(root)? {
         let project_name = project.name.to_str().unwrap_or("");
         if project.kind == EntryKind::Dir
@@ -532,7 +526,6 @@ pub fn detect_encodings(root: &Path) -> Result<Encodings> {
             // The writer locks: the store's own, holding no log.
             continue;
         }
-        found.empty = false;
         if project.kind != EntryKind::Dir || !is_project_name(project_name) {
             found.foreign.get_or_insert(project.path.clone());
         }
