@@ -785,13 +785,7 @@ fn a_listing_and_a_search_of_many_sessions_are_what_a_loop_gives() {
             .unwrap();
         assert_eq!(calls, (1..=60).map(|i| (i, 60)).collect::<Vec<_>>());
         let hits: Vec<(String, u64)> = all.hits.iter().map(|h| (h.id.clone(), h.seq)).collect();
-        let mut expected = Vec::new();
-        for id in &ids {
-            let view = store.read_from(id, 0).unwrap();
-            for e in view.events.iter().filter(|e| e.type_str() == "tool/result") {
-                expected.push((id.clone(), e.seq));
-            }
-        }
+        let expected = tool_results(&store, &ids);
         assert_eq!(
             expected.len() as u64,
             ids.iter().map(|id| turns(id)).sum::<u64>()
@@ -826,13 +820,7 @@ fn a_listing_and_a_search_of_many_sessions_are_what_a_loop_gives() {
             .unwrap();
         assert_eq!(calls, (1..=60).map(|i| (i, 60)).collect::<Vec<_>>());
         assert_eq!(mixed.indexed, grown.len());
-        let mut expected = Vec::new();
-        for id in &ids {
-            let view = store.read_from(id, 0).unwrap();
-            for e in view.events.iter().filter(|e| e.type_str() == "tool/result") {
-                expected.push((id.clone(), e.seq));
-            }
-        }
+        let expected = tool_results(&store, &ids);
         let total_turns: u64 = ids.iter().map(|id| turns(id)).sum();
         assert_eq!(expected.len() as u64, total_turns + grown.len() as u64);
         assert_eq!(
@@ -848,6 +836,19 @@ fn a_listing_and_a_search_of_many_sessions_are_what_a_loop_gives() {
         }
         store.close().unwrap();
     }
+}
+
+/// `(id, seq)` of every `tool/result` event of the sessions `ids`, in
+/// that order, from full reads.
+fn tool_results(store: &Store, ids: &[String]) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for id in ids {
+        let view = store.read_from(id, 0).unwrap();
+        for e in view.events.iter().filter(|e| e.type_str() == "tool/result") {
+            out.push((id.clone(), e.seq));
+        }
+    }
+    out
 }
 
 /// Two sessions of the raw JSONL store in `dir` broken inside their logs (a
