@@ -77,6 +77,39 @@ where
     all.into_iter().map(|(_, r)| r).collect()
 }
 
+/// For each item its `held` value (`held[i]` for `items[i]`), or, where
+/// it has none, `f(item)`: the items without one go through
+/// [`map_in_order`] (on two threads with `two_threads`, when two or more
+/// are left). The values in the order of `items`; or the error of the
+/// first failed item, as [`map_in_order`] returns it.
+pub fn fill_in_order<T, R, F>(
+    items: &[T],
+    held: Vec<Option<R>>,
+    two_threads: bool,
+    f: F,
+) -> Result<Vec<R>>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> Result<R> + Sync,
+{
+    let missing: Vec<&T> = items
+        .iter()
+        .zip(&held)
+        .filter(|(_, held)| held.is_none())
+        .map(|(item, _)| item)
+        .collect();
+    let mut made = map_in_order(&missing, two_threads, |item| f(item))?.into_iter();
+    held.into_iter()
+        .map(|held| match held {
+            Some(value) => Ok(value),
+            None => made
+                .next()
+                .ok_or_else(|| Error::invariant("an item's read went missing")),
+        })
+        .collect()
+}
+
 /// Stretches of work in order, shared by two threads: a worker takes them
 /// from the front as they come ([`StretchQueue::pop_front`] waits), the
 /// producer, once it closed the queue, from the back. The worker's
@@ -183,6 +216,38 @@ mod tests {
             .unwrap_err();
             assert_eq!(err.to_string(), Error::corruption("item 150").to_string());
         }
+    }
+
+    #[test]
+    fn fill_in_order_calls_f_only_for_items_without_a_held_value() {
+        let items: Vec<u64> = (0..100).collect();
+        let held: Vec<Option<u64>> = items
+            .iter()
+            .map(|i| (i % 3 == 0).then_some(1000 + i))
+            .collect();
+        let calls = AtomicUsize::new(0);
+        let got = fill_in_order(&items, held, true, |i| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            assert!(i % 3 != 0, "f called for held item {i}");
+            Ok(2000 + i)
+        })
+        .unwrap();
+        let want: Vec<u64> = items
+            .iter()
+            .map(|i| if i % 3 == 0 { 1000 + i } else { 2000 + i })
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(calls.load(Ordering::Relaxed), 66);
+        // The first failing item's error, as a loop over the rest gives it.
+        let held: Vec<Option<u64>> = items.iter().map(|_| None).collect();
+        let err = fill_in_order(&items, held, true, |i| {
+            if *i == 40 || *i == 70 {
+                return Err(Error::corruption(format!("item {i}")));
+            }
+            Ok(*i)
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), Error::corruption("item 40").to_string());
     }
 
     #[test]

@@ -5,6 +5,7 @@ use serde_json::Value;
 use super::summary::{SUMMARY_SPEC, SessionSummary};
 use super::summary_index;
 use crate::backend::Revision;
+use crate::backend::parallel::fill_in_order;
 use crate::error::{Error, Result};
 use crate::model::header::SessionHeader;
 use crate::model::json::quote;
@@ -108,41 +109,30 @@ impl Store {
                         .is_none_or(|p| header.parent_session.as_ref() == Some(p))
             })
             .collect();
-        let held: Vec<Option<SessionSummary>> = wanted
+        // A summary and whether it was read (`None`: the session vanished
+        // since it was listed): from the index, or from a window. Windows
+        // are read on two threads where the backend can; the outcome (the
+        // summaries, or the first failing session's error in list order)
+        // is a plain loop's.
+        let held: Vec<Option<(Option<SessionSummary>, bool)>> = wanted
             .iter()
-            .map(|(header, revision)| index.get(header, revision))
+            .map(|(header, revision)| index.get(header, revision).map(|s| (Some(s), false)))
             .collect();
-        let to_read: Vec<&str> = wanted
-            .iter()
-            .zip(&held)
-            .filter(|(_, held)| held.is_none())
-            .map(|((header, _), _)| header.id.as_str())
-            .collect();
-        // Windows are read on two threads where the backend can; the
-        // outcome (the summaries, or the first failing session's error in
-        // list order) is a plain loop's.
         let two_threads = self.backend().concurrent_reads();
-        let mut read = crate::backend::parallel::map_in_order(&to_read, two_threads, |id| {
+        let found = fill_in_order(&wanted, held, two_threads, |(header, _)| {
             crate::store::cancel::checkpoint()?;
-            self.summary(id).map_err(|e| match e.kind() {
-                crate::error::ErrorKind::Cancelled => e,
-                _ => e.context(&format!("session {}", quote(id))),
-            })
-        })?
-        .into_iter();
+            match self.window_summary(&header.id) {
+                Ok(summary) => Ok((summary, true)),
+                Err(e) if e.kind() == crate::error::ErrorKind::Cancelled => Err(e),
+                Err(e) => Err(e.context(&format!("session {}", quote(&header.id)))),
+            }
+        })?;
         let mut out = Vec::with_capacity(wanted.len());
-        for held in held {
-            let (summary, read) = match held {
-                Some(summary) => (summary, false),
-                None => match read.next() {
-                    Some(Some(summary)) => (summary, true),
-                    // Vanished since it was listed.
-                    Some(None) => continue,
-                    None => return Err(Error::invariant("list: a session's read went missing")),
-                },
-            };
-            index.note(&summary, read);
-            out.push(summary);
+        for (summary, read) in found {
+            if let Some(summary) = summary {
+                index.note(&summary, read);
+                out.push(summary);
+            }
         }
         index.finish();
         out.retain(|s| query.updated_since.is_none_or(|t| s.updated_at >= t));
@@ -165,6 +155,12 @@ impl Store {
     /// The summary of one session; `None` when it is not stored.
     pub fn summary(&self, id: &str) -> Result<Option<SessionSummary>> {
         self.flush_live(id)?;
+        self.window_summary(id)
+    }
+
+    /// The summary of one session from a window of its log (a live
+    /// session's acknowledged events flushed by the caller).
+    fn window_summary(&self, id: &str) -> Result<Option<SessionSummary>> {
         Ok(self
             .backend()
             .read_window(id, &SUMMARY_SPEC)?

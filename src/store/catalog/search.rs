@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::search_index::{self, Doc, Docs};
 use super::text::event_text;
-use crate::backend::parallel::map_in_order;
+use crate::backend::parallel::fill_in_order;
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -218,17 +218,11 @@ impl Store {
         let mut done = 0;
         for batch in snapshots.chunks(SEARCH_BATCH) {
             crate::store::cancel::checkpoint()?;
-            let held: Vec<Option<Docs>> = batch
+            let held: Vec<Option<Result<(Docs, bool)>>> = batch
                 .iter()
-                .map(|(_, revision)| search_index::memory_get(revision))
+                .map(|(_, revision)| search_index::memory_get(revision).map(|d| Ok((d, false))))
                 .collect();
-            let to_read: Vec<_> = batch
-                .iter()
-                .zip(&held)
-                .filter(|(_, held)| held.is_none())
-                .map(|(snapshot, _)| snapshot)
-                .collect();
-            let mut read = map_in_order(&to_read, two_threads, |(header, revision)| {
+            let read = fill_in_order(batch, held, two_threads, |(header, revision)| {
                 crate::store::cancel::checkpoint()?;
                 match self.search_docs(&header.id, revision, dir.as_deref()) {
                     // A cancelled search stops (it is not one session's
@@ -236,15 +230,8 @@ impl Store {
                     Err(e) if e.kind() == crate::error::ErrorKind::Cancelled => Err(e),
                     other => Ok(other),
                 }
-            })?
-            .into_iter();
-            for ((header, _), held) in batch.iter().zip(held) {
-                let docs = match held {
-                    Some(docs) => Ok((docs, false)),
-                    None => read.next().unwrap_or_else(|| {
-                        Err(Error::invariant("search: a session's read went missing"))
-                    }),
-                };
+            })?;
+            for ((header, _), docs) in batch.iter().zip(read) {
                 match_docs(&header.id, docs, &finder, &needle, query.limit, &mut result);
                 done += 1;
                 progress(done, total);
