@@ -15,7 +15,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here/.."
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(record_line jsonl_log zstd_frames chunk_row sqlite_row header json_canonical c_abi store_files append_checkpoint)
+  targets=(record_line jsonl_log zstd_frames chunk_row sqlite_row header json_canonical c_abi store_files append_checkpoint catalog_index)
 fi
 DSH_FUZZ_CORPUS="$here/corpus" cargo test -q --test fuzz_smoke write_seed_corpus -- --ignored >/dev/null
 cd "$here"

@@ -22,6 +22,11 @@ use dsh_persist::model::json;
 use dsh_persist::model::validate::LogState;
 use dsh_persist::model::vocabulary::Vocabulary;
 use dsh_persist::store::append_checkpoint::{self, Checkpoint};
+use dsh_persist::store::cache_files;
+use dsh_persist::store::catalog::search_index::{self, Doc};
+use dsh_persist::store::catalog::summary::SessionSummary;
+use dsh_persist::store::catalog::summary_index;
+use dsh_persist::store::catalog::text::Role;
 
 /// A target body.
 pub type Target = fn(&[u8]);
@@ -38,6 +43,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("c_abi", c_abi),
     ("store_files", store_files),
     ("append_checkpoint", append_checkpoint),
+    ("catalog_index", catalog_index),
 ];
 
 fn text(data: &[u8]) -> Option<&str> {
@@ -444,6 +450,109 @@ pub fn append_checkpoint(data: &[u8]) {
     }
 }
 
+/// The session id and revision of the search index inputs and seeds.
+const INDEX_ID: &str = "s1";
+const INDEX_REVISION: &str = "r1";
+
+/// The catalog's two index files (a crafted file passes their hash, which
+/// is an integrity check, not a secret). The first byte picks the file:
+/// even, the summary index; odd, the search index of `INDEX_ID` at
+/// `INDEX_REVISION`. The rest is the file's bytes without their hash (so
+/// inputs get past the integrity check; the seeds start with the magic
+/// line). What a decoder accepts must encode to bytes that decode to it
+/// again.
+pub fn catalog_index(data: &[u8]) {
+    let Some((&pick, file)) = data.split_first() else {
+        return;
+    };
+    let bytes = cache_files::sealed(file.to_vec());
+    if pick % 2 == 0 {
+        let Some(rows) = summary_index::decode(&bytes) else {
+            return;
+        };
+        let again = summary_index::decode(&summary_index::encode(&rows))
+            .expect("an encoded summary index decodes");
+        let values = |rows: &std::collections::HashMap<String, SessionSummary>| {
+            let mut v: Vec<(String, String)> = rows
+                .iter()
+                .map(|(id, r)| (id.clone(), format!("{} {}", r.revision.0, r.to_value())))
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(values(&again), values(&rows), "summary rows round trip");
+    } else {
+        let revision = dsh_persist::backend::Revision(INDEX_REVISION.into());
+        let Some(docs) = search_index::decode(&bytes, INDEX_ID, &revision) else {
+            return;
+        };
+        let again = search_index::decode(
+            &search_index::encode(INDEX_ID, &revision, &docs),
+            INDEX_ID,
+            &revision,
+        )
+        .expect("an encoded search index decodes");
+        let texts = |d: &[Doc]| {
+            d.iter()
+                .map(|d| (d.seq, d.role.name(), d.text.clone(), d.folded.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(texts(&again), texts(&docs), "search texts round trip");
+    }
+}
+
+/// `catalog_index` seeds: a summary index and a search index with texts of
+/// each kind (ASCII, non-ASCII, empty), the hash cut off.
+fn catalog_index_seeds() -> Vec<Vec<u8>> {
+    let unhashed = |mut bytes: Vec<u8>| {
+        bytes.truncate(bytes.len() - 8);
+        bytes
+    };
+    let row = |id: &str, i: u64, title: Option<&str>| SessionSummary {
+        header: SessionHeader::new(id, 0),
+        created_at: 0,
+        revision: dsh_persist::backend::Revision(format!("rev-{i}")),
+        updated_at: i as i64 - 1,
+        event_count: 10 * i,
+        turn_count: i,
+        title: title.map(str::to_string),
+        first_prompt: Some(format!("first prompt {i} \u{e9}")),
+        last_prompt: (i % 2 == 0).then(|| "last".to_string()),
+        open_turn: i % 2 == 1,
+        bytes: 1000 + i,
+    };
+    let rows: std::collections::HashMap<String, SessionSummary> = [
+        row("a", 1, Some("A title")),
+        row("b", 2, None),
+        row("\u{e9}t\u{e9}", 3, Some("")),
+    ]
+    .into_iter()
+    .map(|r| (r.header.id.clone(), r))
+    .collect();
+    let mut summary = vec![0u8];
+    summary.extend(unhashed(summary_index::encode(&rows)));
+    let docs = [
+        Doc::new(1, Role::User, "Find the README".into()),
+        Doc::new(2, Role::Assistant, "Voil\u{e0}: \u{1f600} done".into()),
+        Doc::new(3, Role::Tool, String::new()),
+    ];
+    let revision = dsh_persist::backend::Revision(INDEX_REVISION.into());
+    let mut search = vec![1u8];
+    search.extend(unhashed(search_index::encode(INDEX_ID, &revision, &docs)));
+    // The seeds reach the round trip (a seed the decoder refused would
+    // leave it to chance).
+    let sealed = |seed: &[u8]| cache_files::sealed(seed[1..].to_vec());
+    assert_eq!(
+        summary_index::decode(&sealed(&summary)).map(|r| r.len()),
+        Some(3)
+    );
+    assert_eq!(
+        search_index::decode(&sealed(&search), INDEX_ID, &revision).map(|d| d.len()),
+        Some(3)
+    );
+    vec![summary, search]
+}
+
 /// The body of a checkpoint of `log` (a JSONL log's text: header line,
 /// events) as `append_checkpoint`'s seed, when its events are accepted.
 fn checkpoint_seed(log: &str, sealed: bool) -> Option<Vec<u8>> {
@@ -781,6 +890,9 @@ pub fn seeds(fixtures: &std::path::Path) -> Vec<(&'static str, Vec<u8>)> {
                 out.push(("append_checkpoint", seed));
             }
         }
+    }
+    for seed in catalog_index_seeds() {
+        out.push(("catalog_index", seed));
     }
     for script in C_ABI_SEEDS {
         out.push(("c_abi", script.to_vec()));

@@ -43,6 +43,17 @@ impl<'a> Input<'a> {
         let n = usize::try_from(self.u64()?).ok()?;
         std::str::from_utf8(self.take(n)?).ok()
     }
+
+    /// A u64 count of the items that follow, each encoded in at least
+    /// `min_item_bytes`; `None` when that many items cannot fit in the
+    /// bytes left. A caller may presize for the count: a damaged or
+    /// crafted file cannot make it reserve more than the file could hold
+    /// (a count of 2^40 in a 50-byte file is refused before any
+    /// allocation).
+    pub fn count(&mut self, min_item_bytes: usize) -> Option<usize> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        (n.checked_mul(min_item_bytes.max(1))? <= self.0.len()).then_some(n)
+    }
 }
 
 #[cfg(test)]
@@ -64,5 +75,24 @@ mod tests {
             inp.u64();
             assert_eq!(inp.str(), None, "cut at {n}");
         }
+    }
+
+    #[test]
+    fn a_count_is_refused_when_its_items_cannot_fit() {
+        let mut out = Vec::new();
+        put_u64(&mut out, 3);
+        out.extend_from_slice(&[0; 30]);
+        // Three items of 10 bytes fit in 30; of 11 they do not.
+        assert_eq!(Input(&out).count(10), Some(3));
+        assert_eq!(Input(&out).count(11), None);
+        // Zero-byte items count as one byte each.
+        assert_eq!(Input(&out[..10]).count(0), None);
+        assert_eq!(Input(&out[..11]).count(0), Some(3));
+        // A count whose product overflows is refused, not wrapped.
+        let mut huge = Vec::new();
+        put_u64(&mut huge, u64::MAX);
+        huge.push(0);
+        assert_eq!(Input(&huge).count(2), None);
+        assert_eq!(Input(&[1, 0]).count(1), None, "a cut count");
     }
 }

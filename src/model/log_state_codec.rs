@@ -104,8 +104,9 @@ impl LogState {
         let last_seq = inp.u64()?;
         let (last_turn, open_turn, open_step, last_step) =
             (inp.i64()?, inp.i64()?, inp.i64()?, inp.i64()?);
-        let n_calls = usize::try_from(inp.u64()?).ok()?;
-        let mut calls = Vec::with_capacity(n_calls.min(1024));
+        // A call id: its length (8 bytes) at least.
+        let n_calls = inp.count(8)?;
+        let mut calls = Vec::with_capacity(n_calls);
         for _ in 0..n_calls {
             calls.push(inp.str()?.to_string());
         }
@@ -120,8 +121,9 @@ impl LogState {
         if !reachable(&trace, len) {
             return None;
         }
-        let n_nodes = usize::try_from(inp.u64()?).ok()?;
-        let mut nodes = Vec::with_capacity(n_nodes.min(1 << 20));
+        // A node: seq, kind and its data's length (17 bytes) at least.
+        let n_nodes = inp.count(17)?;
+        let mut nodes = Vec::with_capacity(n_nodes);
         for _ in 0..n_nodes {
             let seq = inp.u64()?;
             let kind = kind_of_code(*inp.take(1)?.first()?)?;

@@ -107,23 +107,30 @@ pub fn load(dir: &Path, id: &str, revision: &Revision, max_log_bytes: u64) -> Op
         &file_of(dir, id),
         max_log_bytes.saturating_mul(2).saturating_add(1 << 16),
     )?;
-    let mut inp = Input(cache_files::unsealed(&bytes, MAGIC)?);
+    decode(&bytes, id, revision)
+}
+
+/// The texts of index file bytes ([`encode`]'s) when they are intact and
+/// hold `id` at `revision`.
+pub fn decode(bytes: &[u8], id: &str, revision: &Revision) -> Option<Docs> {
+    let mut inp = Input(cache_files::unsealed(bytes, MAGIC)?);
     if inp.str()? != id || inp.str()? != revision.0 {
         return None;
     }
-    let n = usize::try_from(inp.u64()?).ok()?;
-    let mut docs = Vec::with_capacity(n.min(1 << 20));
+    // A text: seq, role and its length (17 bytes) at least.
+    let n = inp.count(17)?;
+    let mut docs = Vec::with_capacity(n);
     for _ in 0..n {
         let seq = inp.u64()?;
         let role = Role::from_code(inp.u8()?)?;
         docs.push(Doc::new(seq, role, inp.str()?.to_string()));
     }
-    Some(Arc::new(docs))
+    // Trailing bytes: not a file this build wrote.
+    inp.take(1).is_none().then(|| Arc::new(docs))
 }
 
-/// Writes the index file of `id` (best effort: a cache that cannot be
-/// written is rebuilt next time).
-pub fn save(dir: &Path, id: &str, revision: &Revision, docs: &[Doc]) {
+/// The bytes of the index file of `id` at `revision`.
+pub fn encode(id: &str, revision: &Revision, docs: &[Doc]) -> Vec<u8> {
     let mut out = Vec::with_capacity(docs_bytes(docs) / 2 + 64);
     out.extend_from_slice(MAGIC);
     put_str(&mut out, id);
@@ -134,5 +141,11 @@ pub fn save(dir: &Path, id: &str, revision: &Revision, docs: &[Doc]) {
         out.push(d.role.code());
         put_str(&mut out, &d.text);
     }
-    cache_files::write_private(&file_of(dir, id), &cache_files::sealed(out));
+    cache_files::sealed(out)
+}
+
+/// Writes the index file of `id` (best effort: a cache that cannot be
+/// written is rebuilt next time).
+pub fn save(dir: &Path, id: &str, revision: &Revision, docs: &[Doc]) {
+    cache_files::write_private(&file_of(dir, id), &encode(id, revision, docs));
 }

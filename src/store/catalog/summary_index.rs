@@ -138,12 +138,14 @@ pub fn file_of(dir: &Path) -> PathBuf {
 /// a placeholder (its id, created at 0), replaced by the listing's before
 /// the row is used ([`Listing::get`]).
 pub fn load(dir: &Path) -> HashMap<String, SessionSummary> {
-    let Some(bytes) = cache_files::read_at_most(&file_of(dir), MAX_FILE_BYTES) else {
-        return HashMap::new();
-    };
-    cache_files::unsealed(&bytes, MAGIC)
-        .and_then(|body| parse(Input(body)))
+    cache_files::read_at_most(&file_of(dir), MAX_FILE_BYTES)
+        .and_then(|bytes| decode(&bytes))
         .unwrap_or_default()
+}
+
+/// The rows of index file bytes ([`encode`]'s) when they are intact.
+pub fn decode(bytes: &[u8]) -> Option<HashMap<String, SessionSummary>> {
+    parse(Input(cache_files::unsealed(bytes, MAGIC)?))
 }
 
 fn opt_str(inp: &mut Input<'_>) -> Option<Option<String>> {
@@ -155,8 +157,8 @@ fn opt_str(inp: &mut Input<'_>) -> Option<Option<String>> {
 }
 
 fn parse(mut inp: Input<'_>) -> Option<HashMap<String, SessionSummary>> {
-    let n = usize::try_from(inp.u64()?).ok()?;
-    let mut out = HashMap::with_capacity(n.min(1 << 20));
+    let n = inp.count(MIN_ROW_BYTES)?;
+    let mut out = HashMap::with_capacity(n);
     for _ in 0..n {
         let id = inp.str()?.to_string();
         let row = SessionSummary {
@@ -182,6 +184,10 @@ fn parse(mut inp: Input<'_>) -> Option<HashMap<String, SessionSummary>> {
     inp.take(1).is_none().then_some(out)
 }
 
+/// The fewest bytes a row of [`save`] takes: the id's and the revision's
+/// lengths, four numbers, three absent texts, the open-turn flag.
+const MIN_ROW_BYTES: usize = 8 + 8 + 8 * 4 + 3 + 1;
+
 fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
         None => out.push(0),
@@ -195,6 +201,11 @@ fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
 /// Writes the index file under `dir` (best effort: a cache that cannot be
 /// written is rebuilt next time).
 pub fn save(dir: &Path, rows: &HashMap<String, SessionSummary>) {
+    cache_files::write_private(&file_of(dir), &encode(rows));
+}
+
+/// The bytes of an index file of `rows` (in id order).
+pub fn encode(rows: &HashMap<String, SessionSummary>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + rows.len() * 256);
     out.extend_from_slice(MAGIC);
     put_u64(&mut out, rows.len() as u64);
@@ -213,7 +224,7 @@ pub fn save(dir: &Path, rows: &HashMap<String, SessionSummary>) {
         out.push(u8::from(r.open_turn));
         put_u64(&mut out, r.bytes);
     }
-    cache_files::write_private(&file_of(dir), &cache_files::sealed(out));
+    cache_files::sealed(out)
 }
 
 #[cfg(test)]
