@@ -125,6 +125,10 @@ fn a_search_index_claiming_more_texts_than_it_holds_is_a_miss_without_a_large_al
     let docs = search_index::load(&cache, "s1", &revision, 1 << 30).expect("a text");
     assert_eq!(docs.len(), 1);
     assert_eq!((docs[0].seq, docs[0].text.as_str()), (7, ""));
+    // A byte after the last text: not a file this build wrote.
+    one.push(0);
+    file(1, &one);
+    assert!(search_index::load(&cache, "s1", &revision, 1 << 30).is_none());
 }
 
 #[test]
