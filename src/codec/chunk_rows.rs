@@ -1116,6 +1116,135 @@ mod tests {
         assert_eq!(expand(&recs), ev);
     }
 
+    /// Whether each record is a packed row (true) or a plain event.
+    fn shape(records: &[Record]) -> Vec<bool> {
+        records
+            .iter()
+            .map(|r| matches!(r, Record::Packed(_)))
+            .collect()
+    }
+
+    #[test]
+    fn deltas_past_the_safe_integers_or_with_an_envelope_field_stay_plain() {
+        let max = MAX_SAFE_INTEGER as u64;
+        let at = |seq: u64, time: i64| {
+            let mut e = text(0, 0, "x");
+            e.seq = seq;
+            e.time = time;
+            e
+        };
+        // The last safe seq and the largest safe times still pack.
+        for time in [MAX_SAFE_INTEGER, -MAX_SAFE_INTEGER] {
+            let ev = vec![at(max - 2, time), at(max - 1, time), at(max, time)];
+            let recs = pack(&ev, &PackLimits::JSONL);
+            assert_eq!(shape(&recs), [true], "time {time}");
+            assert_eq!(expand(&recs), ev);
+        }
+        // One past them: that delta stays plain and the run ends before it
+        // (the events are built directly: a parse refuses such numbers).
+        for last in [
+            at(max + 1, 0),
+            at(3, MAX_SAFE_INTEGER + 1),
+            at(3, -MAX_SAFE_INTEGER - 1),
+        ] {
+            let first = last.seq.saturating_sub(3).min(max - 2);
+            let ev = vec![at(first, 0), at(first + 1, 0), at(first + 2, 0), last];
+            let recs = pack(&ev, &PackLimits::JSONL);
+            assert_eq!(shape(&recs), [true, false], "{:?}", lines(&recs));
+            assert_eq!(expand(&recs), ev);
+        }
+        // A delta carrying sourceEventSeqs or a surfaceOp is not one a row
+        // can hold (expansion would drop the field).
+        for extra in [r#""sourceEventSeqs":[0]"#, r#""surfaceOp":"append""#] {
+            let ev: Vec<Event> = (0..3)
+                .map(|seq| {
+                    Event::parse(&format!(
+                        r#"{{"type":"assistant/chunk","seq":{seq},"time":0,"data":{{"turn":1,"step":1,"chunk":{{"type":"text-delta","index":0,"text":"x"}}}},{extra}}}"#
+                    ))
+                    .unwrap()
+                })
+                .collect();
+            let recs = pack(&ev, &PackLimits::JSONL);
+            assert_eq!(shape(&recs), [false, false, false], "{extra}");
+            assert_eq!(expand(&recs), ev);
+        }
+    }
+
+    /// A delta's parts, for comparing the two readers.
+    fn parts(d: &Delta<'_>) -> String {
+        format!(
+            "{} {} {} {} {} {} {:?} {:?} {}",
+            d.kind.tag(),
+            d.seq,
+            d.time,
+            d.turn,
+            d.step,
+            d.index,
+            d.id,
+            d.name,
+            d.piece
+        )
+    }
+
+    #[test]
+    fn the_canonical_reader_takes_the_original_key_order_and_agrees_with_the_field_reader() {
+        // Data in the original's key order: the byte reader takes it (a
+        // fast path that stopped firing would only show as a slowdown),
+        // and reads the same parts as the field-by-field reader.
+        let canonical = [
+            r#"{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0,"text":"a"}}"#,
+            r#"{"turn":12,"step":0,"chunk":{"type":"reasoning-delta","index":3,"text":"\"é\u0000\n"}}"#,
+            r#"{"turn":-1,"step":1.5,"chunk":{"type":"text-delta","index":2e3,"text":""}}"#,
+            r#"{"turn":1,"step":1,"chunk":{"type":"tool-call-delta","index":0,"id":"c1","argumentsDelta":"{\"a\""}}"#,
+            r#"{"turn":1,"step":1,"chunk":{"type":"tool-call-delta","index":0,"id":"c\u00e9","name":"read","argumentsDelta":""}}"#,
+        ];
+        for (seq, data) in canonical.iter().enumerate() {
+            let e = Event::parse(&format!(
+                r#"{{"type":"assistant/chunk","seq":{seq},"time":-7,"data":{data}}}"#
+            ))
+            .unwrap();
+            let d = e.data.as_str();
+            let fast = eligible_canonical(&e, d).unwrap_or_else(|| panic!("canonical: {d}"));
+            let slow = eligible_any_order(&e, d).unwrap_or_else(|| panic!("fields: {d}"));
+            assert_eq!(parts(&fast), parts(&slow), "{d}");
+            assert_eq!((fast.seq, fast.time), (seq as u64, -7));
+        }
+        // Any other order, spacing or a missing or extra key: not the byte
+        // reader's (the field reader decides alone).
+        let other = [
+            r#"{"step":2,"turn":1,"chunk":{"type":"text-delta","index":0,"text":"a"}}"#,
+            r#"{"turn":1,"step":2,"chunk":{"index":0,"type":"text-delta","text":"a"}}"#,
+            r#"{"turn":1, "step":2,"chunk":{"type":"text-delta","index":0,"text":"a"}}"#,
+            r#"{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0,"text":"a","x":1}}"#,
+            r#"{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0}}"#,
+            r#"{"turn":"1","step":2,"chunk":{"type":"text-delta","index":0,"text":"a"}}"#,
+            r#"{"turn":1,"step":2,"chunk":{"type":"tool-call-delta","index":0,"name":"n","id":"c","argumentsDelta":""}}"#,
+        ];
+        for data in other {
+            let e = Event::parse(&format!(
+                r#"{{"type":"assistant/chunk","seq":0,"time":0,"data":{data}}}"#
+            ))
+            .unwrap();
+            assert!(eligible_canonical(&e, e.data.as_str()).is_none(), "{data}");
+        }
+        // A tool-call delta without its name, keys reordered, still packs.
+        let tc = |seq: u64| {
+            chunk(
+                seq,
+                0,
+                r#"{"argumentsDelta":"x","id":"c1","index":0,"type":"tool-call-delta"}"#,
+            )
+        };
+        let ev = [tc(0), tc(1), tc(2)];
+        let recs = pack(&ev, &PackLimits::JSONL);
+        assert_eq!(
+            lines(&recs),
+            vec![
+                r#"{"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0,0],"id":"c1","args":["x","x","x"]}}"#
+            ]
+        );
+    }
+
     #[test]
     fn keys_in_another_order_pack_by_key_set_like_the_original() {
         // Chunk keys, data keys and envelope keys in another order: the
