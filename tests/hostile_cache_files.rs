@@ -13,6 +13,7 @@ use std::cell::Cell;
 use dsh_persist::backend::Revision;
 use dsh_persist::model::binary::{put_str, put_u64};
 use dsh_persist::model::validate::LogState;
+use dsh_persist::store::append_checkpoint;
 use dsh_persist::store::cache_files;
 use dsh_persist::store::catalog::{search_index, summary_index};
 
@@ -153,5 +154,42 @@ fn a_log_state_claiming_more_calls_or_nodes_than_it_holds_is_refused_without_a_l
                 "count {count} at {at}: {largest} bytes asked for"
             );
         }
+    }
+}
+
+/// A zstd frame holding `content` in one raw block, whose header states
+/// `stated` bytes of content.
+fn stated_frame(stated: u64, content: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x28, 0xb5, 0x2f, 0xfd];
+    // Single segment, an 8-byte content size, no checksum.
+    f.push(0b1110_0000);
+    f.extend_from_slice(&stated.to_le_bytes());
+    let block = ((content.len() as u32) << 3) | 1; // raw, last
+    f.extend_from_slice(&block.to_le_bytes()[..3]);
+    f.extend_from_slice(content);
+    f
+}
+
+#[test]
+fn an_append_checkpoint_stating_a_gigabyte_in_a_few_bytes_is_a_miss_without_a_large_allocation() {
+    let dir = support::TempDir::new("hostile-checkpoint");
+    let cache = dir.path().join("cache");
+    let revision = Revision("r1".into());
+    // The frame is well formed: stating its real size, it decodes.
+    assert_eq!(
+        zstd::bulk::decompress(&stated_frame(3, b"abc"), 3).unwrap(),
+        b"abc"
+    );
+    for stated in [64u64, 1 << 20, 1 << 30, 3 << 30] {
+        let path = append_checkpoint::file_of(&cache, "s1");
+        cache_files::write_private(&path, &stated_frame(stated, b"abc"));
+        assert!(path.exists());
+        let (c, largest) =
+            largest_allocation(|| append_checkpoint::load(&cache, "s1", &revision, "k", 4 << 30));
+        assert!(c.is_none(), "stated {stated}");
+        assert!(
+            largest < SMALL,
+            "stated {stated}: {largest} bytes asked for"
+        );
     }
 }

@@ -55,6 +55,7 @@
 //! (frames and torn-tail rules from the middle of a log); left for later,
 //! such logs are read whole.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::backend::rows::seal::RowSeal;
@@ -196,13 +197,23 @@ pub fn decode(bytes: &[u8], id: &str, revision: &Revision, rules_key: &str) -> O
     })
 }
 
+/// How many times its own size a checkpoint file may claim to decode to
+/// and have that size allocated up front. A checkpoint compresses 3-10x;
+/// a claim beyond this one is believed only as far as the frame decodes.
+const PRESIZE_RATIO: u64 = 256;
+
 /// The checkpoint of `id` in `dir` when it describes `revision`. The file
 /// is one zstd frame of [`encode`]'s bytes that states its decoded size
 /// (the surface texts compress well; uncompressed the file was about as
 /// large as a zstd log); `max_bytes` bounds that size (the store's
 /// `maxLogBytes`: the state holds less text than the log), and the frame
-/// is decoded into a buffer of exactly that size (a growing buffer cost a
-/// third of a reopen + append at 0.8M events in page faults).
+/// is decoded into a buffer of that size (a growing buffer cost a third of
+/// a reopen + append at 0.8M events in page faults). The stated size is a
+/// claim of the file, whose hash checks integrity, not origin, so a size
+/// beyond [`PRESIZE_RATIO`] times the file gets a buffer that grows with
+/// what the frame really decodes: a crafted frame of a few bytes stating a
+/// gigabyte costs a few KiB, not an allocation that aborts a host running
+/// under a memory limit.
 pub fn load(
     dir: &Path,
     id: &str,
@@ -216,7 +227,18 @@ pub fn load(
     if size > max_bytes {
         return None;
     }
-    let bytes = zstd::bulk::decompress(&file, usize::try_from(size).ok()?).ok()?;
+    let bytes = if size <= (file.len() as u64).saturating_mul(PRESIZE_RATIO) {
+        zstd::bulk::decompress(&file, usize::try_from(size).ok()?).ok()?
+    } else {
+        let mut out = Vec::new();
+        zstd::stream::read::Decoder::with_buffer(&file[..])
+            .ok()?
+            .single_frame()
+            .take(size.saturating_add(1))
+            .read_to_end(&mut out)
+            .ok()?;
+        out
+    };
     if bytes.len() as u64 != size {
         return None;
     }
@@ -297,6 +319,13 @@ mod tests {
         assert!(load(&dir, "s", &c.revision, "k", plain - 1).is_none());
         remove(&dir, "s");
         assert!(load(&dir, "s", &c.revision, "k", 1 << 20).is_none());
+        // A file decoding to far more than PRESIZE_RATIO times its size
+        // (here a long rules key) is read on the growing path, the same.
+        let key = "k".repeat(1 << 20);
+        save(&dir, "s", &key, &c);
+        let stored = std::fs::metadata(file_of(&dir, "s")).unwrap().len();
+        assert!(stored * PRESIZE_RATIO < 1 << 20, "{stored} bytes");
+        assert_eq!(load(&dir, "s", &c.revision, &key, 1 << 22), Some(c.clone()));
         std::fs::remove_dir_all(&dir).ok();
     }
 }
