@@ -1328,13 +1328,34 @@ mod tests {
         }
         assert!(recs.len() > 1);
         assert_eq!(expand(&recs), ev);
-        // sizes computed without building match the built rows
+        // sizes computed without building match the built rows, for every
+        // prefix of a run of text or tool-call deltas (with and without name)
+        let tool_call = |i: u64, name: &str| {
+            chunk(
+                i,
+                (i * i) as i64 - 9,
+                &format!(
+                    r#"{{"type":"tool-call-delta","index":2,"id":"call-1"{name},"argumentsDelta":"{{\"k"}}"#
+                ),
+            )
+        };
         for n in [1usize, 3, 7, 40] {
-            let ev: Vec<Event> = (0..n as u64)
-                .map(|i| text(i, (i * i) as i64 - 9, "ab\"c"))
-                .collect();
-            let d: Vec<Delta<'_>> = ev.iter().map(|e| eligible(e).unwrap()).collect();
-            assert_eq!(row_data_len_prefix(&d)[n], build_row(&d).data.len());
+            let runs: [Vec<Event>; 3] = [
+                (0..n as u64)
+                    .map(|i| text(i, (i * i) as i64 - 9, "ab\"c"))
+                    .collect(),
+                (0..n as u64).map(|i| tool_call(i, "")).collect(),
+                (0..n as u64)
+                    .map(|i| tool_call(i, r#","name":"read_file""#))
+                    .collect(),
+            ];
+            for ev in &runs {
+                let d: Vec<Delta<'_>> = ev.iter().map(|e| eligible(e).unwrap()).collect();
+                let sizes = row_data_len_prefix(&d);
+                for m in 1..=n {
+                    assert_eq!(sizes[m], build_row(&d[..m]).data.len(), "{m} of {n}");
+                }
+            }
         }
     }
 
