@@ -210,7 +210,7 @@ const PRESIZE_RATIO: u64 = 1024;
 /// is decoded into a buffer of that size (a growing buffer cost a third of
 /// a reopen + append at 0.8M events in page faults). The stated size is a
 /// claim of the file, whose hash checks integrity, not origin, so a size
-/// beyond [`PRESIZE_RATIO`] times the file gets a buffer that grows with
+/// beyond `PRESIZE_RATIO` (1,024) times the file gets a buffer that grows with
 /// what the frame really decodes, and every reservation is fallible: a
 /// crafted frame of a few bytes stating a gigabyte costs a few KiB, and
 /// memory that cannot be had is a miss (the log is read), never an abort
