@@ -96,6 +96,11 @@ fn review_question_shows_the_plan_as_sent() {
         r.to_json(),
         format!("{{\"ok\":true,\"review\":{expected_review}}}")
     );
+    // The review alone, as a host passes it to its question channel.
+    let ExitCheck::Review(review) = &r else {
+        unreachable!()
+    };
+    assert_eq!(review.to_json(), expected_review);
     // The check changes nothing.
     assert_eq!(p.pending("s"), None);
     assert_eq!(s.plan_events(), vec![true]);

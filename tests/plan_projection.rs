@@ -199,3 +199,37 @@ fn project_json_reads_an_event_array() {
         "{e}"
     );
 }
+
+#[test]
+fn command_ids_match_by_value() {
+    let event = |text: String| ev(&text);
+    let run_with = |seq: u64, id: &str| {
+        event(format!(
+            r#"{{"type":"command/run","seq":{seq},"time":1,"data":{{"commandId":{id},"name":"plan","args":"","source":{{"kind":"user"}}}}}}"#
+        ))
+    };
+    let done_with = |seq: u64, id: &str, kind: &str| {
+        event(format!(
+            r#"{{"type":"command/done","seq":{seq},"time":1,"data":{{"commandId":{id},"kind":"{kind}","text":"t"}}}}"#
+        ))
+    };
+    // A string id written with an escape is the same id.
+    let mut s = PlanProjection::new();
+    s.apply(&run_with(0, r#""ab""#));
+    s.apply(&done_with(1, r#""\u0061b""#, "error"));
+    assert_eq!(s.view(), view(false, false), "the escaped id matched");
+    // A number id matches the same number, not another one, nor its text
+    // as a string.
+    let mut s = PlanProjection::new();
+    s.apply(&run_with(0, "7"));
+    s.apply(&done_with(1, "8", "error"));
+    s.apply(&done_with(2, r#""7""#, "error"));
+    assert_eq!(s.view(), view(false, true), "still running");
+    s.apply(&done_with(3, "7", "error"));
+    assert_eq!(s.view(), view(false, false), "the number id matched");
+    // A string id is not matched by a number.
+    let mut s = PlanProjection::new();
+    s.apply(&run_with(0, r#""7""#));
+    s.apply(&done_with(1, "7", "error"));
+    assert_eq!(s.view(), view(false, true));
+}
