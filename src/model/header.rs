@@ -510,6 +510,43 @@ mod tests {
     }
 
     #[test]
+    fn lenient_header_line_needs_each_condition_of_is_header_line() {
+        let line = |fields: &str| format!("{{{fields}}}");
+        let full = r#""type":"session","version":0,"id":"a","createdAt":1,"delegationDepth":0"#;
+        let h = SessionHeader::parse_line_lenient(&line(full))
+            .unwrap()
+            .unwrap();
+        assert!(h.invalid.is_none());
+        // Each condition failing alone: not a header line.
+        for fields in [
+            r#""type":"sessions","version":0,"id":"a","createdAt":1,"delegationDepth":0"#,
+            r#""type":"session","version":"0","id":"a","createdAt":1,"delegationDepth":0"#,
+            r#""type":"session","version":0,"id":1,"createdAt":1,"delegationDepth":0"#,
+            r#""type":"session","version":0,"id":"a","createdAt":-1,"delegationDepth":0"#,
+            r#""type":"session","version":0,"id":"a","createdAt":1,"delegationDepth":0.5"#,
+            r#""type":"session","version":0,"id":"a","createdAt":1,"delegationDepth":0,"origin":"user""#,
+            r#""type":"session","version":0,"id":"a","createdAt":1,"delegationDepth":0,"agentPreset":1"#,
+        ] {
+            assert_eq!(
+                SessionHeader::parse_line_lenient(&line(fields)).unwrap(),
+                None,
+                "{fields}"
+            );
+        }
+        // A header line that fails full validation is kept as written.
+        let kept = SessionHeader::parse_line_lenient(&line(&format!(r#"{full},"cwd":"rel""#)))
+            .unwrap()
+            .unwrap();
+        assert!(kept.problem().unwrap().contains("cwd"));
+        // Either retired field alone is refused.
+        for retired in [r#""sandboxMode":"x""#, r#""approvalPolicy":"x""#] {
+            let e =
+                SessionHeader::parse_line_lenient(&line(&format!("{full},{retired}"))).unwrap_err();
+            assert!(e.to_string().contains("retired"), "{retired}: {e}");
+        }
+    }
+
+    #[test]
     fn jsonl_line_requires_its_fields() {
         for text in [
             r#"{"type":"session","version":0,"id":"a","createdAt":1}"#,
@@ -522,11 +559,15 @@ mod tests {
                 "{text}"
             );
         }
+        // A host header without `createdAt` is created now.
+        let before = now_ms() as u64;
+        let created = SessionHeader::parse(r#"{"id":"a"}"#, HeaderSource::Host)
+            .unwrap()
+            .created_at;
+        let after = now_ms() as u64;
         assert!(
-            SessionHeader::parse(r#"{"id":"a"}"#, HeaderSource::Host)
-                .unwrap()
-                .created_at
-                > 0
+            (before..=after).contains(&created) && before > 1_600_000_000_000,
+            "{before} <= {created} <= {after}"
         );
     }
 }
