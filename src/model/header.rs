@@ -547,6 +547,18 @@ mod tests {
     }
 
     #[test]
+    fn absolute_paths_are_posix_drive_or_unc() {
+        for p in ["/", "/home/a", "\\\\server\\share", "C:\\", "c:/x", "Z:\\w"] {
+            assert!(is_absolute(p), "{p}");
+        }
+        for p in [
+            "", "rel", "./a", "\\x", "C:", "C:x", "1:\\x", "CC\\x", "C;/x", "C:|", "é:/x",
+        ] {
+            assert!(!is_absolute(p), "{p}");
+        }
+    }
+
+    #[test]
     fn jsonl_line_requires_its_fields() {
         for text in [
             r#"{"type":"session","version":0,"id":"a","createdAt":1}"#,
