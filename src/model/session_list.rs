@@ -437,6 +437,27 @@ mod tests {
     }
 
     #[test]
+    fn a_header_kept_as_written_keeps_its_problem_and_json() {
+        let mut bad = SessionHeader::new("b", 1);
+        bad.invalid = Some(Arc::new(InvalidHeader {
+            json: r#"{"version":0,"id":"b","createdAt":1,"cwd":"rel"}"#.into(),
+            problem: "session metadata cwd must be an absolute path string".into(),
+        }));
+        let list = SessionList::from(vec![SessionHeader::new("a", 1), bad]);
+        assert!(!list.is_empty() && SessionList::new().is_empty());
+        assert_eq!(list.get(0).unwrap().problem(), None);
+        let kept = list.get(1).unwrap();
+        assert_eq!(
+            kept.problem(),
+            Some("session metadata cwd must be an absolute path string")
+        );
+        assert_eq!(
+            kept.to_json(),
+            r#"{"version":0,"id":"b","createdAt":1,"cwd":"rel"}"#
+        );
+    }
+
+    #[test]
     fn lists_differ_when_a_header_does() {
         let a = SessionList::from(vec![SessionHeader::new("a", 1)]);
         assert_ne!(a, SessionList::from(vec![SessionHeader::new("a", 2)]));
