@@ -538,6 +538,10 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(kept.problem().unwrap().contains("cwd"));
+        assert_eq!(
+            kept.to_json(),
+            r#"{"version":0,"id":"a","createdAt":1,"cwd":"rel","delegationDepth":0}"#
+        );
         // Either retired field alone is refused.
         for retired in [r#""sandboxMode":"x""#, r#""approvalPolicy":"x""#] {
             let e =
