@@ -105,7 +105,7 @@ fn config_rejects_unknown_keys_joined_with_comma_space() {
     );
     // An array index is a canonical integer below 2^32 − 1: "0" is one,
     // "4294967294" (ten digits) is the largest; "4294967295", "+1" (which
-    // Rust's integer parser would take) and eleven digits are names.
+    // Rust's integer parser would take) and a leading zero are names.
     assert_eq!(
         config_error(
             r#"{"b":1,"4294967295":1,"+1":1,"section":"s","4294967294":1,"00000000001":1,"0":1}"#
