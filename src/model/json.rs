@@ -1292,6 +1292,30 @@ mod tests {
     }
 
     #[test]
+    fn unicode_escapes_need_four_hex_digits_inside_the_text() {
+        let syntax = |text: &str| match Scanner::new(text).value() {
+            Err(JsonError::Syntax { at, what }) => (at, what),
+            other => panic!("{text:?}: {other:?}"),
+        };
+        // A non-hex digit in any of the four places, with the text going on.
+        for bad in [
+            r#""\uz041x""#,
+            r#""\u0z41x""#,
+            r#""\u00z1x""#,
+            r#""\u004zx""#,
+        ] {
+            assert_eq!(syntax(bad), (1, "invalid \\u escape in a string"), "{bad}");
+        }
+        // Cut inside the escape: an error, not a read past the end.
+        for cut in [r#""\u"#, r#""\u0"#, r#""\u00"#, r#""\u004"#] {
+            assert_eq!(syntax(cut), (1, "invalid \\u escape in a string"), "{cut}");
+        }
+        // Cut right after a whole escape: the string is what is unfinished.
+        assert_eq!(syntax(r#""\u0041"#), (7, "unterminated string"));
+        assert_eq!(Scanner::new(r#""\u0041""#).value(), Ok(r#""\u0041""#));
+    }
+
+    #[test]
     fn strings_escape_like_json_stringify() {
         assert_eq!(canon(r#""a\/b\u0041\u00e9\u2028""#), "\"a/bAé\u{2028}\"");
         assert_eq!(
