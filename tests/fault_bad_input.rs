@@ -263,6 +263,51 @@ fn nan_and_infinity_tokens_are_refused() {
     store.close().unwrap();
 }
 
+/// Duplicate keys are refused at append (a round trip would drop one), and
+/// keys are compared as the JavaScript strings they stand for: two
+/// different lone surrogates are two keys, kept as written through a
+/// reload; one string spelled with and without an escape is one key.
+#[test]
+fn data_keys_are_compared_as_javascript_strings() {
+    for kind in KINDS {
+        let dir = TempDir::new("bad-keys");
+        let store = open(kind, dir.path());
+        let live = store.start(header("keys")).unwrap();
+        live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default())
+            .unwrap();
+        let two_keys = r#"{"turn":1,"\ud800":1,"\udc00":2,"x":{"\udbff":3,"\udfff":4}}"#;
+        live.append("todo/write", two_keys, &AppendOptions::default())
+            .unwrap();
+        for (dup, key) in [
+            (r#"{"turn":1,"a":1,"\u0061":2}"#, r#""a""#),
+            (r#"{"turn":1,"x":{"\ud800":1,"\uD800":2}}"#, r#""\ud800""#),
+        ] {
+            let e = live
+                .append("todo/write", dup, &AppendOptions::default())
+                .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{kind:?} {dup}: {e}");
+            assert!(
+                e.to_string()
+                    .contains(&format!("object key {key} appears more than once")),
+                "{kind:?} {dup}: {e}"
+            );
+        }
+        live.append(
+            "turn/end",
+            r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+            &AppendOptions::default(),
+        )
+        .unwrap();
+        live.close().unwrap();
+        store.close().unwrap();
+        let store = open(kind, dir.path());
+        let view = store.load("keys").unwrap();
+        assert_eq!(view.events.len(), 3, "{kind:?}: a refused append wrote");
+        assert_eq!(view.events[1].data.as_str(), two_keys, "{kind:?}");
+        store.close().unwrap();
+    }
+}
+
 /// Appends one balanced turn to a new session `id`.
 fn write_session(store: &Store, h: SessionHeader) -> Result<(), Error> {
     let live = store.start(h)?;

@@ -264,6 +264,19 @@ impl<'a> JsonStr<'a> {
         out
     }
 
+    /// The string as `JSON.stringify` writes it, without the quotes: one
+    /// text for each JavaScript string (a lone surrogate stays an escape, an
+    /// unneeded escape is written out), so two tokens stand for the same
+    /// string exactly when these are equal. Borrowed when nothing is escaped.
+    pub fn canonical_body(&self) -> Cow<'a, str> {
+        if !self.escaped {
+            return Cow::Borrowed(self.raw);
+        }
+        let mut out = String::with_capacity(self.raw.len());
+        canon_string_body(*self, &mut out);
+        Cow::Owned(out)
+    }
+
     /// Equality with a plain Rust string, without allocating when unescaped.
     pub fn eq_str(&self, other: &str) -> bool {
         if !self.escaped {
@@ -751,7 +764,8 @@ pub fn last_wins_object(text: &str) -> JResult<Option<String>> {
     if fields.len() < 2 {
         return Ok(None);
     }
-    let mut keys: Vec<Cow<'_, str>> = fields.iter().map(|(k, _)| k.decode()).collect();
+    // Compared as JavaScript strings: two lone surrogates are two keys.
+    let mut keys: Vec<Cow<'_, str>> = fields.iter().map(|(k, _)| k.canonical_body()).collect();
     let mut sorted = keys.clone();
     sorted.sort_unstable();
     if !sorted.windows(2).any(|w| w[0] == w[1]) {
@@ -992,11 +1006,7 @@ fn canon_value<'a>(s: &mut Scanner<'a>, out: &mut String) -> JResult<()> {
                     s.depth -= 1;
                     out.push('}');
                 } else {
-                    let k = s.string()?;
-                    s.eat(b':', "expected ':' after an object key")?;
-                    canon_string(k, out);
-                    out.push(':');
-                    open.push(Some(vec![k.decode()]));
+                    open.push(Some(vec![canon_key(s, out)?]));
                     continue;
                 }
             }
@@ -1046,11 +1056,7 @@ fn canon_value<'a>(s: &mut Scanner<'a>, out: &mut String) -> JResult<()> {
                 (Some(b','), Some(keys)) => {
                     s.pos += 1;
                     out.push(',');
-                    let k = s.string()?;
-                    s.eat(b':', "expected ':' after an object key")?;
-                    canon_string(k, out);
-                    out.push(':');
-                    keys.push(k.decode());
+                    keys.push(canon_key(s, out)?);
                     break;
                 }
                 (Some(b','), None) => {
@@ -1066,8 +1072,8 @@ fn canon_value<'a>(s: &mut Scanner<'a>, out: &mut String) -> JResult<()> {
                         keys.sort_unstable();
                         if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
                             return Err(JsonError::Lossless(format!(
-                                "object key {} appears more than once",
-                                quote(&w[0])
+                                "object key \"{}\" appears more than once",
+                                w[0]
                             )));
                         }
                     }
@@ -1084,6 +1090,21 @@ fn canon_value<'a>(s: &mut Scanner<'a>, out: &mut String) -> JResult<()> {
             }
         }
     }
+}
+
+/// Reads an object key and its `:`, writes them JS style, and returns the
+/// key as written (the quoted text without its quotes). That text stands
+/// for exactly one JavaScript string (lone surrogates stay escapes), so two
+/// keys are the same key exactly when these are equal; decoded Rust
+/// strings would make `"\ud800"` and `"\udc00"` both U+FFFD.
+fn canon_key<'a>(s: &mut Scanner<'a>, out: &mut String) -> JResult<Cow<'a, str>> {
+    let k = s.string()?;
+    s.eat(b':', "expected ':' after an object key")?;
+    let key = k.canonical_body();
+    out.push('"');
+    out.push_str(&key);
+    out.push_str("\":");
+    Ok(key)
 }
 
 fn canon_number(raw: &str, real: bool, at: usize, out: &mut String) -> JResult<()> {
@@ -1112,6 +1133,12 @@ fn canon_number(raw: &str, real: bool, at: usize, out: &mut String) -> JResult<(
 /// Re-escapes a string token JS style.
 fn canon_string(t: JsonStr<'_>, out: &mut String) {
     out.push('"');
+    canon_string_body(t, out);
+    out.push('"');
+}
+
+/// [`canon_string`] without the quotes.
+fn canon_string_body(t: JsonStr<'_>, out: &mut String) {
     if !t.escaped {
         write_string_body(out, t.raw);
     } else {
@@ -1162,7 +1189,6 @@ fn canon_string(t: JsonStr<'_>, out: &mut String) {
         }
         write_string_body(out, &t.raw[start..]);
     }
-    out.push('"');
 }
 
 #[cfg(test)]
@@ -1268,6 +1294,49 @@ mod tests {
                 other => panic!("{bad}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn object_keys_are_the_same_when_they_are_the_same_javascript_string() {
+        // Two lone surrogates, two keys: JSON.parse keeps both, so the
+        // value round-trips (a decoded Rust string makes both U+FFFD).
+        for distinct in [
+            r#"{"\ud800":1,"\udc00":2}"#,
+            "{\"\\ud800\":1,\"\u{fffd}\":2}",
+            r#"{"\ud800":1,"𐀀":2}"#,
+            r#"{"x":{"\ud800":1,"\udbff":2}}"#,
+        ] {
+            assert_eq!(canon(distinct), distinct);
+            assert_eq!(last_wins_object(distinct), Ok(None), "{distinct}");
+        }
+        // One string spelled two ways is one key, named as JS writes it.
+        for (dup, key) in [
+            (r#"{"a":1,"\u0061":2}"#, r#""a""#),
+            (r#"{"\/":1,"/":2}"#, r#""/""#),
+            (r#"{"\ud800":1,"\uD800":2}"#, r#""\ud800""#),
+            (r#"{"\ud83d\ude00":1,"😀":2}"#, r#""😀""#),
+            (r#"{"\u000a":1,"\n":2}"#, r#""\n""#),
+        ] {
+            match canonicalize(dup) {
+                Err(JsonError::Lossless(m)) => {
+                    assert_eq!(
+                        m,
+                        format!("object key {key} appears more than once"),
+                        "{dup}"
+                    )
+                }
+                other => panic!("{dup}: {other:?}"),
+            }
+        }
+        // A stored line keeps the last value at the first key's place.
+        assert_eq!(
+            last_wins_object(r#"{"\ud800":1,"b":0,"\uD800":2}"#),
+            Ok(Some(r#"{"\ud800":2,"b":0}"#.to_string()))
+        );
+        assert_eq!(
+            last_wins_object(r#"{"\ud800":1,"\udc00":2,"\ud800":3}"#),
+            Ok(Some(r#"{"\ud800":3,"\udc00":2}"#.to_string()))
+        );
     }
 
     #[test]
