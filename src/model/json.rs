@@ -1409,6 +1409,18 @@ mod tests {
     }
 
     #[test]
+    fn depth_counts_nesting_not_containers() {
+        // More sibling containers than either cap allows levels, each one
+        // level deep: closing one (empty or not) gives its level back.
+        for item in ["[]", "{}", "[1]", r#"{"a":1}"#] {
+            let many = format!("[{}]", vec![item; MAX_READ_DEPTH + 1].join(","));
+            assert_eq!(Scanner::new(&many).value(), Ok(many.as_str()), "{item}");
+            let many = format!("[{}]", vec![item; MAX_DEPTH + 1].join(","));
+            assert_eq!(canon(&many), many, "{item}");
+        }
+    }
+
+    #[test]
     fn decode_and_fields() {
         let text = r#"{"a":"x\ny","b":{"c":[1,2]},"d":"\ud800"}"#;
         let f = object_fields(text).unwrap();
