@@ -1260,6 +1260,18 @@ mod tests {
             canon(r#" { "b" : 1 , "a" : [ true , null , "x" ] } "#),
             r#"{"b":1,"a":[true,null,"x"]}"#
         );
+        // Empty containers, alone, nested and between members.
+        for (text, want) in [
+            (" { } ", "{}"),
+            (" [ ] ", "[]"),
+            (r#"[ { } , [ ] , { "a" : { } } ]"#, r#"[{},[],{"a":{}}]"#),
+            (
+                r#"{ "a" : { } , "b" : [ ] , "c" : 1 }"#,
+                r#"{"a":{},"b":[],"c":1}"#,
+            ),
+        ] {
+            assert_eq!(canon(text), want, "{text}");
+        }
     }
 
     #[test]
@@ -1349,6 +1361,13 @@ mod tests {
             "1.",
             "\"\u{1}\"",
             "tru",
+            "N",
+            "Nan",
+            "nan",
+            "I",
+            "Inf",
+            "-Inf",
+            "-I",
             "{\"a\" 1}",
             "\"\\x\"",
             "1 2",
