@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use dsh_persist::model::header::SessionHeader;
 use dsh_persist::store::{
-    AppendOptions, BackendConfig, Compression, JsonlConfig, SqliteConfig, Store, StoreConfig,
+    AppendOptions, BackendConfig, Compression, JsonlConfig, LiveSession, SqliteConfig, Store,
+    StoreConfig,
 };
 use dsh_persist::{Error, ErrorKind};
 use support::{TempDir, conv};
@@ -96,12 +97,7 @@ fn a_fifty_megabyte_string_appends_and_loads_back() {
         let data = conv::user_message("u1", &text);
         live.append("user/message", &data, &conv::append_opts())
             .unwrap();
-        live.append(
-            "turn/end",
-            r#"{"turn":1,"reason":{"kind":"completed"}}"#,
-            &AppendOptions::default(),
-        )
-        .unwrap();
+        end_turn_1(&live).unwrap();
         live.close().unwrap();
         store.close().unwrap();
         let store = open(kind, dir.path());
@@ -155,12 +151,7 @@ fn deep_nesting_is_refused_without_overflowing_a_small_stack() {
         let w = within.clone();
         on_small_stack(move || l.append("todo/write", &w, &AppendOptions::default()))
             .unwrap_or_else(|e| panic!("{kind:?}: 400 levels are allowed: {e}"));
-        live.append(
-            "turn/end",
-            r#"{"turn":1,"reason":{"kind":"completed"}}"#,
-            &AppendOptions::default(),
-        )
-        .unwrap();
+        end_turn_1(&live).unwrap();
         live.close().unwrap();
         let s = store.clone();
         let view = on_small_stack(move || s.load("deep")).unwrap();
@@ -292,12 +283,7 @@ fn data_keys_are_compared_as_javascript_strings() {
                 "{kind:?} {dup}: {e}"
             );
         }
-        live.append(
-            "turn/end",
-            r#"{"turn":1,"reason":{"kind":"completed"}}"#,
-            &AppendOptions::default(),
-        )
-        .unwrap();
+        end_turn_1(&live).unwrap();
         live.close().unwrap();
         store.close().unwrap();
         let store = open(kind, dir.path());
@@ -312,12 +298,17 @@ fn data_keys_are_compared_as_javascript_strings() {
 fn write_session(store: &Store, h: SessionHeader) -> Result<(), Error> {
     let live = store.start(h)?;
     live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default())?;
+    end_turn_1(&live)?;
+    live.close()
+}
+
+/// Ends turn 1 of `live` (completed).
+fn end_turn_1(live: &LiveSession) -> Result<u64, Error> {
     live.append(
         "turn/end",
         r#"{"turn":1,"reason":{"kind":"completed"}}"#,
         &AppendOptions::default(),
-    )?;
-    live.close()
+    )
 }
 
 #[test]
