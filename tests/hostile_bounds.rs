@@ -177,6 +177,59 @@ fn giant_plain_lines_are_refused_at_their_byte() {
     );
 }
 
+/// A stored line of 150 000 keys, one of them repeated (1.8 MiB, under the
+/// 2 MiB record limit): `JSON.parse` keeps the last value of a repeated key,
+/// and finding the repeats once compared every key with every other (the
+/// read took minutes; a line of millions of keys, hours). Now the line is
+/// read at once and refused for its unknown keys wherever it is.
+#[test]
+fn a_line_of_many_keys_with_a_repeat_is_judged_at_once() {
+    let dir = TempDir::new("many-keys");
+    let root = dir.path().join("root");
+    let keys: String = (0..150_000).map(|i| format!(r#","k{i}":0"#)).collect();
+    let crafted = format!(
+        r#"{{"type":"step/start","seq":1,"time":2,"data":{{"turn":1,"step":1}}{keys},"k0":1}}"#
+    );
+    assert!(crafted.len() < 2 * MIB, "{}", crafted.len());
+    let head = header_line("mk");
+    let start = r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#;
+    let end =
+        r#"{"type":"turn/end","seq":2,"time":3,"data":{"turn":1,"reason":{"kind":"completed"}}}"#;
+    for compression in ["none", "zstd"] {
+        let store = jsonl(&root, compression);
+        let file = |lines: &[&str]| -> (&str, Vec<u8>) {
+            let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            if compression == "none" {
+                ("session.jsonl", text.into_bytes())
+            } else {
+                let mut out = Vec::new();
+                for l in text.split_inclusive('\n') {
+                    out.extend(
+                        dsh_persist::backend::jsonl::codec_zstd::encode_frame(l.as_bytes())
+                            .unwrap(),
+                    );
+                }
+                ("session.jsonl.zstd", out)
+            }
+        };
+        // Before the last turn/end and as the last line: an event whose
+        // envelope is invalid (its unknown keys), refused; nothing repaired.
+        for lines in [
+            vec![head.trim_end(), start, &crafted, end],
+            vec![head.trim_end(), start, &crafted],
+        ] {
+            let _ = std::fs::remove_dir_all(&root);
+            let (name, bytes) = file(&lines);
+            let path = plant(&root, "mk", name, &bytes);
+            corruption(
+                store.load("mk").map(|_| ()),
+                &["\"mk\"", "event at index 1 has an invalid event envelope"],
+            );
+            assert_eq!(std::fs::read(&path).unwrap(), bytes, "{compression}");
+        }
+    }
+}
+
 #[test]
 fn logs_over_max_log_bytes_fail_on_every_backend() {
     let dir = TempDir::new("log-limit");

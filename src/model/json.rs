@@ -765,36 +765,33 @@ pub fn last_wins_object(text: &str) -> JResult<Option<String>> {
         return Ok(None);
     }
     // Compared as JavaScript strings: two lone surrogates are two keys.
-    let mut keys: Vec<Cow<'_, str>> = fields.iter().map(|(k, _)| k.canonical_body()).collect();
-    let mut sorted = keys.clone();
-    sorted.sort_unstable();
-    if !sorted.windows(2).any(|w| w[0] == w[1]) {
+    // Each key's last place, by hash (a crafted line of a million keys
+    // with one repeat must not take a pairwise comparison of them all).
+    let keys: Vec<Cow<'_, str>> = fields.iter().map(|(k, _)| k.canonical_body()).collect();
+    let mut last: std::collections::HashMap<&str, usize> =
+        std::collections::HashMap::with_capacity(keys.len());
+    for (i, k) in keys.iter().enumerate() {
+        last.insert(k, i);
+    }
+    if last.len() == keys.len() {
         return Ok(None);
     }
     let mut out = String::with_capacity(text.len());
     out.push('{');
-    let mut written = 0;
-    for (i, (k, _)) in fields.iter().enumerate() {
-        if keys[..i].contains(&keys[i]) {
+    for ((k, _), key) in fields.iter().zip(&keys) {
+        // Taken out at a key's first place, so its later places are skipped.
+        let Some(at) = last.remove(key.as_ref()) else {
             continue;
-        }
-        let last = fields
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(j, _)| keys[*j] == keys[i])
-            .map_or("null", |(_, (_, v))| *v);
-        if written > 0 {
+        };
+        if out.len() > 1 {
             out.push(',');
         }
-        written += 1;
         out.push('"');
         out.push_str(k.raw());
         out.push_str("\":");
-        out.push_str(last.trim());
+        out.push_str(fields[at].1.trim());
     }
     out.push('}');
-    keys.clear();
     Ok(Some(out))
 }
 
@@ -1348,6 +1345,42 @@ mod tests {
         assert_eq!(
             last_wins_object(r#"{"\ud800":1,"\udc00":2,"\ud800":3}"#),
             Ok(Some(r#"{"\ud800":3,"\udc00":2}"#.to_string()))
+        );
+    }
+
+    #[test]
+    fn last_wins_object_takes_many_keys_in_one_pass() {
+        // 200 000 keys, each twice: a pairwise comparison of the keys (the
+        // old form) took minutes here; a crafted stored line can hold
+        // millions within maxRecordBytes.
+        let n = 100_000;
+        let mut text = String::from("{");
+        let mut want = String::from("{");
+        for i in 0..n {
+            write!(text, r#""k{i}":{i},"#).unwrap();
+            write!(want, r#""k{i}":"v{i}","#).unwrap();
+        }
+        for i in (0..n).rev() {
+            write!(text, r#""k{i}":"v{i}","#).unwrap();
+        }
+        text.pop();
+        text.push('}');
+        want.pop();
+        want.push('}');
+        assert_eq!(last_wins_object(&text), Ok(Some(want)));
+        // Distinct keys, however many: nothing to rewrite.
+        let distinct = format!(
+            "{{{}}}",
+            (0..n)
+                .map(|i| format!(r#""k{i}":0"#))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        assert_eq!(last_wins_object(&distinct), Ok(None));
+        // Whitespace around a kept value is dropped, a key keeps its spelling.
+        assert_eq!(
+            last_wins_object(r#"{ "a" : 1 , "b":2, "\u0061" : [ 3 ] }"#),
+            Ok(Some(r#"{"a":[ 3 ],"b":2}"#.to_string()))
         );
     }
 
