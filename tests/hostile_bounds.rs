@@ -340,6 +340,118 @@ fn sqlite_row_bombs_are_corruption_and_never_deleted() {
     );
 }
 
+/// The data of a packed `text-chunks` row of `members` one-letter deltas
+/// (six bytes of row each).
+fn packed_text_data(members: usize) -> String {
+    format!(
+        r#"{{"turn":1,"step":1,"index":0,"dt":[{}],"texts":[{}]}}"#,
+        vec!["1"; members - 1].join(","),
+        vec![r#""a""#; members].join(",")
+    )
+}
+
+/// What a store holds of a session, to compare before and after a load.
+type StoredBytes = Box<dyn Fn() -> Vec<u8>>;
+
+/// The events a read builds of a packed chunk row are counted against
+/// `maxLogBytes`, not only the row's bytes: a row of 70 000 one-letter
+/// deltas (420 KB, under the 2 MiB record limit) counts 9 MB of events
+/// and is refused under the 8 MiB log limit, on every backend, as
+/// corruption that no load repairs (it built 2.5 GB of events for a 70 MB
+/// line before); 40 000 such deltas (5 MB counted) read.
+#[test]
+fn packed_rows_count_the_events_they_expand_to() {
+    let dir = TempDir::new("expansion");
+    let opening = [
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#,
+        r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"assistant/chunk","seq":2,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"block-start","index":0,"blockType":"text"}}}"#,
+    ];
+    for (members, fits) in [(70_000, false), (40_000, true)] {
+        let data = packed_text_data(members);
+        let row = format!(r#"{{"type":"text-chunks","seq0":3,"time0":1,"data":{data}}}"#);
+        let mut stores: Vec<(String, Store, StoredBytes)> = Vec::new();
+        for compression in ["none", "zstd"] {
+            let root = dir.path().join(format!("{compression}-{members}"));
+            let mut text = header_line("px");
+            for l in opening.iter().copied().chain([row.as_str()]) {
+                text.push_str(l);
+                text.push('\n');
+            }
+            let (name, bytes) = if compression == "none" {
+                ("session.jsonl", text.into_bytes())
+            } else {
+                let mut out = Vec::new();
+                for l in text.split_inclusive('\n') {
+                    out.extend(
+                        dsh_persist::backend::jsonl::codec_zstd::encode_frame(l.as_bytes())
+                            .unwrap(),
+                    );
+                }
+                ("session.jsonl.zstd", out)
+            };
+            let path = plant(&root, "px", name, &bytes);
+            stores.push((
+                format!("jsonl {compression}"),
+                jsonl(&root, compression),
+                Box::new(move || std::fs::read(&path).unwrap()),
+            ));
+        }
+        let db = dir.path().join(format!("{members}.db"));
+        let store = sqlite(&db);
+        store.create(SessionHeader::new("px", 1)).unwrap();
+        store
+            .append_json("px", &format!("[{}]", opening.join(",")))
+            .unwrap();
+        store.close().unwrap();
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .execute(
+                "INSERT INTO events VALUES ('px', 3, 'text-chunks', 1, ?1, NULL, NULL, 0)",
+                [&data],
+            )
+            .unwrap();
+        let rows = move || event_rows(&db).to_le_bytes().to_vec();
+        stores.push((
+            "sqlite".into(),
+            sqlite(&dir.path().join(format!("{members}.db"))),
+            Box::new(rows),
+        ));
+        for (kind, store, stored) in &stores {
+            let before = stored();
+            if fits {
+                // (and the closers a balanced read adds)
+                let log = store.inspect("px").unwrap();
+                let deltas = log
+                    .events
+                    .iter()
+                    .filter(|e| (3..3 + members as u64).contains(&e.seq));
+                assert_eq!(deltas.count(), members, "{kind}");
+                continue;
+            }
+            // A catalog summary reads a window of the tail: the same count.
+            let summary = store.summary("px").map(|_| ());
+            for r in [
+                store.inspect("px").map(|_| ()),
+                store.load("px").map(|_| ()),
+                summary,
+            ] {
+                corruption(
+                    r,
+                    &[
+                        "maxLogBytes",
+                        "8388608",
+                        &format!(
+                            "a packed chunk row of {members} events, each counted as 128 bytes more"
+                        ),
+                    ],
+                );
+            }
+            assert_eq!(stored(), before, "{kind}: load repaired nothing");
+        }
+    }
+}
+
 fn big_message(bytes: usize) -> String {
     format!(
         r#"{{"id":"u1","role":"user","content":[{{"type":"text","text":"{}"}}],"source":{{"kind":"user"}}}}"#,

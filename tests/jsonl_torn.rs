@@ -655,3 +655,43 @@ fn salvage_reads_within_the_log_bound() {
         "{why}"
     );
 }
+
+/// Salvage counts the events packed rows expand to, as a read does, up to
+/// the bound of its text (twice `maxLogBytes`): the prefix stops at the row
+/// that passes it (a crafted row of tiny deltas builds ~250 bytes of events
+/// per 6 bytes of line), keeping what came before.
+#[test]
+fn salvage_stops_where_packed_rows_expand_past_its_bound() {
+    let tmp = TempDir::new("salvexp");
+    let start = r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#;
+    let row = |seq0: u64, members: usize| {
+        format!(
+            r#"{{"type":"text-chunks","seq0":{seq0},"time0":1,"data":{{"turn":1,"step":1,"index":0,"dt":[{}],"texts":[{}]}}}}"#,
+            vec!["1"; members - 1].join(","),
+            vec![r#""a""#; members].join(",")
+        )
+    };
+    let lines = [
+        format!("{start}\n"),
+        format!("{}\n", row(1, 6_000)),
+        format!("{}\n", row(6_001, 6_000)),
+    ];
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    raw_log(tmp.path(), &refs);
+    let path = tmp.path().join("_no-cwd/r/session.jsonl");
+    // 12 000 events count 1.5 MB; the text is 72 KB.
+    let limits = |max_log_bytes| Limits {
+        max_log_bytes,
+        ..Limits::default()
+    };
+    let p = read_intact_prefix(&path, Compression::None, &limits(800_000)).unwrap();
+    assert_eq!((p.events.len(), p.stopped), (12_001, None));
+    let p = read_intact_prefix(&path, Compression::None, &limits(500_000)).unwrap();
+    assert_eq!(p.events.len(), 6_001);
+    let why = p.stopped.unwrap();
+    assert!(
+        why.starts_with("record line 3: the events of the packed chunk rows up to it")
+            && why.contains("1000000 bytes (twice maxLogBytes)"),
+        "{why}"
+    );
+}

@@ -14,8 +14,10 @@
 //!   in 256 KiB steps and its complete lines are consumed at once), and the
 //!   header frame a listing decodes (one header line).
 //! - **`maxLogBytes`** (default 1 GiB): the decoded size of one log. JSONL:
-//!   every decoded line plus its `\n`; SQLite: the records of its rows. The
-//!   count is shared by the threads of a parallel read. A compressed JSONL
+//!   every decoded line plus its `\n`; SQLite: the records of its rows; and
+//!   for every event a packed chunk row expands to, [`PACKED_MEMBER_CHARGE`]
+//!   more ([`expansion_charge`]: the events, not the rows, take the memory).
+//!   The count is shared by the threads of a parallel read. A compressed JSONL
 //!   file larger than twice this limit is refused before it is read (a
 //!   Zstandard frame adds a few bytes per 128 KiB block and per frame, so a
 //!   log that decodes within the limit is never that large).
@@ -37,12 +39,15 @@
 //!
 //! Memory: one read holds at most about `maxLogBytes` of decoded records
 //! (the events it returns) plus one partial record per decoding thread (two
-//! threads), so its peak is about `2 × maxLogBytes + 2 × maxRecordBytes` in
-//! the worst case (the events are copies of the decoded text). Hosts with
-//! less memory set smaller limits.
+//! threads), so its peak is about `2 × maxLogBytes + 6 × maxRecordBytes` in
+//! the worst case (the events are copies of the decoded text; a packed row
+//! being parsed holds the spans of its members, up to four times its bytes:
+//! a 70 MB row of one-letter deltas peaked at 455 MB). Hosts with less
+//! memory set smaller limits.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::codec::chunk_rows::Record;
 use crate::error::{Error, Result};
 use crate::model::event::Event;
 use crate::model::header::SessionHeader;
@@ -216,6 +221,37 @@ impl Budget {
 /// to spare: `{"type":,"seq":,"time":,"data":,"sourceEventSeqs":,
 /// "surfaceOp":,"ignorable":true}` and two numbers of at most 20 digits.
 const ENVELOPE_BOUND: u64 = 160;
+
+/// What a read counts against `maxLogBytes` for each event a packed chunk
+/// row expands to, beyond the row's own bytes: about what the member's
+/// line would count unpacked (a short delta's line is 110–140 bytes), so
+/// the events a read builds stay about the size of what it counts. Without
+/// it a crafted 70 MB line of ten million two-byte deltas built 2.5 GB of
+/// events under a 1 GiB limit (the row's bytes are five per member). It
+/// never makes a log this library wrote unreadable: a member's
+/// [`record_bound`], which its append counted, is at least 250 bytes more
+/// than its share of the row (its data's envelope, the type six times,
+/// [`ENVELOPE_BOUND`]).
+pub const PACKED_MEMBER_CHARGE: u64 = 128;
+
+/// What a read counts against `maxLogBytes` for `record` beyond its stored
+/// bytes: [`PACKED_MEMBER_CHARGE`] per member of a packed row, nothing for
+/// an event. The readers and the writers' size counts of every backend
+/// add it, so they count alike.
+pub fn expansion_charge(record: &Record) -> u64 {
+    match record {
+        Record::Packed(row) => row.member_count().saturating_mul(PACKED_MEMBER_CHARGE),
+        Record::Event(_) => 0,
+    }
+}
+
+/// The place of a `maxLogBytes` error at a packed row of `members` events
+/// (`place` names the line or row).
+pub fn expansion_place(place: &str, members: u64) -> String {
+    format!(
+        "{place}, a packed chunk row of {members} events, each counted as {PACKED_MEMBER_CHARGE} bytes more than its share of the row"
+    )
+}
 
 /// An upper bound of the record an event becomes on either backend: its
 /// JSONL line (the type escaped at worst six bytes per byte) and its SQLite

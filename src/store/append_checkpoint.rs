@@ -66,7 +66,7 @@ use crate::store::cache_files;
 use crate::store::config::StoreConfig;
 
 const MAGIC: &str = concat!(
-    "dsh-persist append checkpoint 3 ",
+    "dsh-persist append checkpoint 4 ",
     env!("CARGO_PKG_VERSION"),
     "\n"
 );

@@ -500,7 +500,8 @@ impl JsonlBackend {
         let mut header_line = header.to_jsonl_line();
         header_line.push('\n');
         let header_line_len = header_line.len();
-        let batch = writer::batch_text(&[], &self.records(events));
+        let records = self.records(events);
+        let batch = writer::batch_text(&[], &records);
         let content = match self.compression {
             Compression::None => {
                 header_line.push_str(&batch);
@@ -519,7 +520,8 @@ impl JsonlBackend {
         let exact = identity.size == content.len() as u64;
         let rev = self.note_write(path, &identity, events.len() as u64, exact);
         // The decoded bytes now in the log, as a full read counts them.
-        self.note_log_bytes(path, &rev, (header_line_len + batch.len()) as u64);
+        let count = header_line_len as u64 + read_charge(&batch, &records);
+        self.note_log_bytes(path, &rev, count);
         Ok(rev)
     }
 
@@ -586,7 +588,8 @@ impl JsonlBackend {
     ) -> Result<Revision> {
         self.limits
             .check_log_append(before.unwrap_or(0), events, id)?;
-        let batch = writer::batch_text(&[], &self.records(events));
+        let records = self.records(events);
+        let batch = writer::batch_text(&[], &records);
         let bytes = writer::encode_batch(&batch, self.compression)?;
         let prev_len = log.identity.size;
         let identity = log.append(&bytes)?;
@@ -595,7 +598,10 @@ impl JsonlBackend {
         // The decoded bytes now in the log, as a full read counts them (the
         // check above counted the batch by its upper bound).
         match before {
-            Some(b) => self.note_log_bytes(path, &rev, b.saturating_add(batch.len() as u64)),
+            Some(b) => {
+                let count = b.saturating_add(read_charge(&batch, &records));
+                self.note_log_bytes(path, &rev, count);
+            }
             None => self.forget_log_bytes(path),
         }
         Ok(rev)
@@ -684,6 +690,15 @@ impl JsonlBackend {
             }
         }
     }
+}
+
+/// What a full read counts of `batch`, the text of `records`: its bytes
+/// and the events its packed rows expand to ([`limits::expansion_charge`]).
+fn read_charge(batch: &str, records: &[Record]) -> u64 {
+    records
+        .iter()
+        .map(limits::expansion_charge)
+        .fold(batch.len() as u64, u64::saturating_add)
 }
 
 fn moved(id: &str, path: &Path) -> Error {

@@ -28,7 +28,7 @@ use super::frames;
 use super::layout::{Compression, io_err};
 use super::nofollow;
 use super::revision::FileIdentity;
-use crate::backend::limits::{Budget, Limits};
+use crate::backend::limits::{self, Budget, Limits};
 use crate::backend::{EventSink, TornTail, parallel};
 use crate::codec::chunk_rows::{Record, StoredLineError};
 use crate::error::{Error, Result};
@@ -234,7 +234,14 @@ impl<'a> Bounds<'a> {
         if len as u64 > self.limits.max_record_bytes {
             return Err(self.limits.record_error(&self.subject(), &place()));
         }
-        tally.local += len as u64 + 1;
+        self.part_charge(tally, len as u64 + 1, place)
+    }
+
+    /// Counts `n` more bytes of a stretch (a line, or the events a packed
+    /// row expands to: [`limits::expansion_charge`]) as [`Bounds::part_line`]
+    /// does.
+    fn part_charge(&self, tally: &mut Tally, n: u64, place: impl FnOnce() -> String) -> Result<()> {
+        tally.local = tally.local.saturating_add(n);
         if tally.local >= CHARGE_BATCH
             || tally.seen.saturating_add(tally.local) > self.limits.max_log_bytes
         {
@@ -341,11 +348,11 @@ impl<'b> Parsed<'b> {
     fn line(&mut self, text: &[u8], at: Cut) -> Result<()> {
         let frame_start = self.frame_start;
         self.last_at = at;
-        self.bounds
-            .part_line(&mut self.tally, text.len(), || match at {
-                Cut::Byte(b) => at_byte(b),
-                Cut::FrameLine { .. } => in_frame(frame_start),
-            })?;
+        let place = move || match at {
+            Cut::Byte(b) => at_byte(b),
+            Cut::FrameLine { .. } => in_frame(frame_start),
+        };
+        self.bounds.part_line(&mut self.tally, text.len(), place)?;
         let text = line_text(text);
         if self.skip_below > 0 {
             if let Some(seq) = skippable_chunk(&text, self.skip_below) {
@@ -365,6 +372,14 @@ impl<'b> Parsed<'b> {
             Err(StoredLineError::Unparsable) => LineKind::Unparsable,
             Err(StoredLineError::NoSeq { got, turn_end }) => LineKind::NoSeq { got, turn_end },
             Ok(r) => {
+                // Counted before the row expands (a crafted row of millions
+                // of one-byte deltas is refused, not built).
+                let expansion = limits::expansion_charge(&r);
+                if expansion > 0 {
+                    self.bounds.part_charge(&mut self.tally, expansion, || {
+                        limits::expansion_place(&place(), r.member_count())
+                    })?;
+                }
                 let kind = LineKind::Record {
                     first_seq: r.first_seq(),
                     count: r.member_count(),
@@ -1848,10 +1863,21 @@ mod tests {
             FILES.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::write(&path, &p).unwrap();
+        // What a read counted before line k: the lines, and the events of
+        // the packed rows among them.
+        let counted = |k: usize| -> u64 {
+            let text = std::str::from_utf8(&p[..starts[k]]).unwrap();
+            text.lines()
+                .skip(1)
+                .map(|l| limits::expansion_charge(&Record::parse_stored_line(l).unwrap()))
+                .sum::<u64>()
+                + starts[k] as u64
+        };
+        assert!(counted(starts.len() - 1) > starts[starts.len() - 1] as u64);
         // The limit ends inside line k (the header is line 0): line k fails.
         for k in [1, 2, starts.len() / 2, starts.len() - 1] {
             let limits = Limits {
-                max_log_bytes: starts[k] as u64 + 3,
+                max_log_bytes: counted(k) + 3,
                 ..Limits::default()
             };
             let mut f = File::open(&path).unwrap();
@@ -1862,6 +1888,25 @@ mod tests {
                 "line {k}: {e}"
             );
         }
+        // A packed row whose bytes fit and whose events do not.
+        let k = (1..starts.len() - 1)
+            .find(|&k| counted(k + 1) > starts[k + 1] as u64 - starts[k] as u64 + counted(k))
+            .expect("a packed row");
+        let limits = Limits {
+            max_log_bytes: counted(k) + (starts[k + 1] - starts[k]) as u64 + 3,
+            ..Limits::default()
+        };
+        let mut f = File::open(&path).unwrap();
+        let e = scan_plain(&mut f, "LOG", &path, 0, usize::MAX, &limits, None).unwrap_err();
+        let members = counted(k + 1) - counted(k) - (starts[k + 1] - starts[k]) as u64;
+        assert!(
+            e.to_string().contains(&format!(
+                "(starting at byte {}, a packed chunk row of {} events, each counted as 128 bytes more",
+                starts[k],
+                members / limits::PACKED_MEMBER_CHARGE
+            )),
+            "line {k}: {e}"
+        );
         let _ = std::fs::remove_file(&path);
     }
 

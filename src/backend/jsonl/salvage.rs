@@ -10,7 +10,7 @@ use std::path::Path;
 use super::codec_zstd::{DecodeEnd, FrameDecoder};
 use super::layout::Compression;
 use super::{frames, nofollow, reader};
-use crate::backend::limits::Limits;
+use crate::backend::limits::{self, Limits};
 use crate::backend::manage::IntactPrefix;
 use crate::codec::chunk_rows::Record;
 use crate::error::{Error, Result};
@@ -92,6 +92,7 @@ pub fn read_intact_prefix(
         .ok_or_else(|| reader::no_header(&raw_log))?;
     let header = reader::parse_header_line(&header_line[..header_line.len() - 1], &raw_log)?;
     let mut events: Vec<Event> = Vec::new();
+    let mut expansion = 0u64;
     for (i, line) in lines.enumerate() {
         let n = i + 1;
         let Some(line) = line.strip_suffix(b"\n") else {
@@ -106,6 +107,18 @@ pub fn read_intact_prefix(
                 break;
             }
         };
+        // The events packed rows expand to are counted before they are
+        // built, as a full read counts them, up to the bound of the text
+        // (twice maxLogBytes); past it the prefix stops, as at a frame
+        // that decodes past maxLogBytes.
+        if expansion.saturating_add(limits::expansion_charge(&record)) > cap {
+            stopped = Some(format!(
+                "record line {n}: the events of the packed chunk rows up to it, each counted as {} bytes, come to more than {cap} bytes (twice maxLogBytes)",
+                limits::PACKED_MEMBER_CHARGE
+            ));
+            break;
+        }
+        expansion += limits::expansion_charge(&record);
         let expected = events.len() as u64;
         if record.first_seq() != expected {
             stopped = Some(format!(

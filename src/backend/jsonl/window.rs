@@ -30,6 +30,7 @@ use super::reader::{line_text, no_header, parse_header_line};
 use super::revision::FileIdentity;
 use crate::backend::TornTail;
 use crate::backend::catalog::{FollowCursor, Window, WindowNeeds, WindowSpec};
+use crate::backend::limits::{self, Budget, Limits};
 use crate::codec::chunk_rows::Record;
 use crate::error::{Error, Result};
 use crate::model::event::Event;
@@ -40,19 +41,34 @@ const BLOCK: u64 = 64 * 1024;
 
 /// The events of the record lines in `text` (each ending in `\n`; a last
 /// piece without one is left out), in order. Whether every line parsed.
-fn events_of_lines(text: &[u8], out: &mut Vec<Event>) -> bool {
+/// Every line and the events of every packed row are counted in `budget`
+/// (as a full read counts them) before they are built: past it, `Err`
+/// (the walk stops; a full read names the place).
+fn events_of_lines(text: &[u8], out: &mut Vec<Event>, budget: &Budget) -> Result<bool, OverBudget> {
     let mut start = 0;
     let mut clean = true;
     for nl in memchr::memchr_iter(b'\n', text) {
+        if !budget.charge((nl - start) as u64 + 1) {
+            return Err(OverBudget);
+        }
         let line = line_text(&text[start..nl]);
         match Record::parse_stored_line(&line) {
-            Ok(r) => r.into_events_from(0, out),
+            Ok(r) => {
+                if !budget.charge(limits::expansion_charge(&r)) {
+                    return Err(OverBudget);
+                }
+                r.into_events_from(0, out)
+            }
             Err(_) => clean = false,
         }
         start = nl + 1;
     }
-    clean
+    Ok(clean)
 }
+
+/// A walk read more than `maxLogBytes` counts.
+#[derive(Debug)]
+struct OverBudget;
 
 /// Whether `events` run on without a gap (and, when `before` is given,
 /// end right before that seq).
@@ -78,7 +94,12 @@ fn read_range(file: &File, path: &Path, start: u64, end: u64) -> Result<Vec<u8>>
 }
 
 /// Decodes one complete frame into its record events.
-fn frame_events(dec: &mut FrameDecoder, frame: &[u8], start: u64) -> Result<Vec<Event>> {
+fn frame_events(
+    dec: &mut FrameDecoder,
+    frame: &[u8],
+    start: u64,
+    (limits, budget): (&Limits, &Budget),
+) -> Result<Vec<Event>> {
     let mut out = Vec::new();
     let mut events = Vec::new();
     let mut lines: Vec<u8> = Vec::new();
@@ -94,7 +115,10 @@ fn frame_events(dec: &mut FrameDecoder, frame: &[u8], start: u64) -> Result<Vec<
             "corrupt Zstandard session log: the frame at byte {start} ends inside a record"
         )));
     }
-    if !events_of_lines(&lines, &mut events) || !contiguous(&events, None) {
+    let clean = events_of_lines(&lines, &mut events, budget).map_err(|OverBudget| {
+        limits.log_error("session log", &format!("in the frame at byte {start}"))
+    })?;
+    if !clean || !contiguous(&events, None) {
         return Err(Error::corruption(format!(
             "session log: the frame at byte {start} holds a record that does not parse or a seq gap"
         )));
@@ -176,6 +200,8 @@ impl JsonlBackend {
         let buf = read_range(&file, path, 0, identity.size)?;
         let scan = frames::scan(&buf)?;
         let mut dec = FrameDecoder::bounded(self.limits.record());
+        let budget = self.limits.budget();
+        let bounds = (&self.limits, &budget);
         let first = scan.frames.first().ok_or_else(|| no_header(&raw_log))?;
         let header_text = {
             let mut out = Vec::new();
@@ -199,7 +225,12 @@ impl JsonlBackend {
         let mut head: Vec<Vec<Event>> = Vec::new();
         while !needs.head_done() && head.len() < records.len() {
             let f = records[head.len()];
-            let events = frame_events(&mut dec, &buf[f.start as usize..f.end as usize], f.start)?;
+            let events = frame_events(
+                &mut dec,
+                &buf[f.start as usize..f.end as usize],
+                f.start,
+                bounds,
+            )?;
             let expect = head
                 .iter()
                 .rev()
@@ -223,7 +254,12 @@ impl JsonlBackend {
             }
             let events = match head.get_mut(i) {
                 Some(events) => std::mem::take(events),
-                None => frame_events(&mut dec, &buf[f.start as usize..f.end as usize], f.start)?,
+                None => frame_events(
+                    &mut dec,
+                    &buf[f.start as usize..f.end as usize],
+                    f.start,
+                    bounds,
+                )?,
             };
             let log_end = next_seq.is_none();
             if log_end {
@@ -243,6 +279,7 @@ impl JsonlBackend {
         let (file, identity) = open(path)?;
         let size = identity.size;
         let cap = self.limits.record() as u64 + 1;
+        let budget = self.limits.budget();
         // The header line and the forward walk.
         let mut needs = WindowNeeds::new(spec);
         let mut kept = Vec::new();
@@ -274,7 +311,11 @@ impl JsonlBackend {
                 text = &text[nl + 1..];
             }
             let mut events = Vec::new();
-            if !events_of_lines(text, &mut events)
+            // Past the log limit: a full read names the place.
+            let Ok(clean) = events_of_lines(text, &mut events, &budget) else {
+                return Ok(None);
+            };
+            if !clean
                 || !contiguous(&events, None)
                 || events.first().is_some_and(|e| e.seq != head_next)
             {
@@ -331,7 +372,9 @@ impl JsonlBackend {
                 }
             };
             let mut events = Vec::new();
-            let clean = events_of_lines(&tail[from..], &mut events);
+            let Ok(clean) = events_of_lines(&tail[from..], &mut events, &budget) else {
+                return Ok(None);
+            };
             tail.truncate(from);
             let log_end = next_seq.is_none() && !events.is_empty();
             if !clean || !contiguous(&events, if log_end { None } else { before }) {
@@ -383,6 +426,13 @@ impl JsonlBackend {
         }
         let buf = read_range(&file, path, off, identity.size)?;
         let mut events = Vec::new();
+        let budget = self.limits.budget();
+        let over = |OverBudget| {
+            self.limits.log_error(
+                &format!("session log {}", path.display()),
+                &format!("in what was appended after byte {off}"),
+            )
+        };
         let consumed = match self.compression {
             Compression::Zstd => {
                 let scan = frames::scan(&buf)?;
@@ -392,13 +442,14 @@ impl JsonlBackend {
                         &mut dec,
                         &buf[f.start as usize..f.end as usize],
                         off + f.start,
+                        (&self.limits, &budget),
                     )?);
                 }
                 scan.frames.last().map_or(0, |f| f.end)
             }
             Compression::None => match memchr::memrchr(b'\n', &buf) {
                 Some(nl) => {
-                    events_of_lines(&buf[..=nl], &mut events);
+                    events_of_lines(&buf[..=nl], &mut events, &budget).map_err(over)?;
                     nl as u64 + 1
                 }
                 None => 0,

@@ -28,7 +28,7 @@ pub mod seal;
 pub mod varint;
 pub mod window;
 
-use crate::backend::limits::{Budget, Limits};
+use crate::backend::limits::{self, Budget, Limits};
 use crate::codec::chunk_rows::{PackedRow, Record};
 use crate::model::event::{Event, EventType, KeyOrder};
 use crate::model::json::{self, JsonText, MAX_SAFE_INTEGER};
@@ -257,7 +257,7 @@ pub fn decode_data(value: Value, cap: usize) -> Result<String, String> {
 pub fn decode_data_ref(value: &Value, cap: usize) -> Result<std::borrow::Cow<'_, str>, String> {
     decode_data_capped(value, cap).map_err(|f| match f {
         RowFailure::Invalid(m) | RowFailure::Column(m) => m,
-        RowFailure::RecordLimit | RowFailure::LogLimit => {
+        RowFailure::RecordLimit | RowFailure::LogLimit | RowFailure::ExpansionLimit(_) => {
             format!("data BLOB decompresses to more than {cap} bytes")
         }
     })
@@ -291,6 +291,10 @@ pub enum RowFailure {
     RecordLimit,
     /// The read's decoded bytes went past `maxLogBytes`: always an error.
     LogLimit,
+    /// The events of a packed row of this many members took the read's
+    /// count past `maxLogBytes` ([`limits::expansion_charge`]): always an
+    /// error.
+    ExpansionLimit(u64),
     /// A column the original's `decodeEventRow` refuses (a `type` that is
     /// not non-empty TEXT, a `seq` or `time` that is not a safe integer,
     /// `data` that is not TEXT or BLOB, `source_event_seqs` or
@@ -317,7 +321,8 @@ pub fn encode_record(record: &Record) -> Result<EncodedRow, String> {
             source_event_seqs: None,
             surface_op: None,
             ignorable: Some(PACKED_MARKER),
-            charge: read_charge(row.tag().len(), row.data_json().len()),
+            charge: read_charge(row.tag().len(), row.data_json().len())
+                .saturating_add(limits::expansion_charge(record)),
         }),
         Record::Event(e) => {
             let source_event_seqs = match e.source_event_seqs() {
@@ -408,7 +413,9 @@ pub fn decode_row_ref(row: &StoredRow) -> Result<Record, String> {
             "the row holds a record of more than {} bytes",
             limits.max_record_bytes
         ),
-        RowFailure::LogLimit => "the log is over its size limit".into(),
+        RowFailure::LogLimit | RowFailure::ExpansionLimit(_) => {
+            "the log is over its size limit".into()
+        }
     })
 }
 
@@ -457,7 +464,8 @@ fn check_columns(row: &StoredRow) -> Result<(), RowFailure> {
 }
 
 /// What a read counts of a row against `maxLogBytes`: its type and surface
-/// columns as stored and its decoded `data`.
+/// columns as stored and its decoded `data` (and, for a packed row, the
+/// events it expands to: [`limits::expansion_charge`]).
 fn read_charge(fixed: usize, data: usize) -> u64 {
     (fixed + data) as u64
 }
@@ -492,9 +500,14 @@ pub fn decode_row_bounded(row: &StoredRow, bounds: &RowBounds<'_>) -> Result<Rec
         }
         let data = decode_data_ref(&row.data, PACKED_DATA_CAP).map_err(invalid)?;
         charge(data.len())?;
-        let packed =
-            PackedRow::from_parts(type_name, seq, time, &data).map_err(|e| invalid(e.0))?;
-        return Ok(Record::Packed(packed));
+        let packed = Record::Packed(
+            PackedRow::from_parts(type_name, seq, time, &data).map_err(|e| invalid(e.0))?,
+        );
+        // Counted before the row expands (see `expansion_charge`).
+        if !bounds.budget.charge(limits::expansion_charge(&packed)) {
+            return Err(RowFailure::ExpansionLimit(packed.member_count()));
+        }
+        return Ok(packed);
     }
     let ignorable = match row.ignorable {
         Value::Null => false,

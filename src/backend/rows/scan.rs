@@ -12,7 +12,7 @@
 //! (never a torn tail).
 
 use crate::backend::EventSink;
-use crate::backend::limits::{Budget, Limits};
+use crate::backend::limits::{self, Budget, Limits};
 use crate::codec::chunk_rows::{PackLimits, Record};
 use crate::error::{Error, Result};
 use crate::model::event::Event;
@@ -66,6 +66,10 @@ pub fn row_limit_error(limits: &Limits, label: &str, id: &str, seq: i64, f: &Row
             "{subject}: the events row at seq {seq} is damaged: {m}"
         )),
         RowFailure::LogLimit => limits.log_error(&subject, &format!("at the row at seq {seq}")),
+        RowFailure::ExpansionLimit(members) => limits.log_error(
+            &subject,
+            &limits::expansion_place(&format!("at the row at seq {seq}"), *members),
+        ),
         _ => limits.record_error(&subject, &format!("of the row at seq {seq}")),
     }
 }
