@@ -362,3 +362,39 @@ fn one_backend_serves_many_threads() {
         assert_eq!(b.read(&id).unwrap().unwrap().events.len(), events.len());
     }
 }
+
+/// A suffix read from `k` fetches the packed rows that may cover `k` (a
+/// SQLite chunk row holds at most 1024 events) and fails closed when one of
+/// them does not decode (DIFFERENCES A.1 #14): an undecodable packed row at
+/// seq 5 fails the reads from 6 up to 5 + 1023, the last seq it could hold,
+/// and not from 5 + 1024 on, where it cannot reach.
+#[test]
+fn a_suffix_read_looks_back_exactly_as_far_as_a_packed_row_reaches() {
+    let (_tmp, path, b) = fresh_db("lookback");
+    let events: Vec<Event> = (0..1100)
+        .map(|seq| {
+            event(&format!(
+                r#"{{"type":"session/title","seq":{seq},"time":1,"data":"t{seq}"}}"#
+            ))
+        })
+        .collect();
+    b.append(&SessionHeader::new("s", 1), &events, Expect::New)
+        .unwrap();
+    sql(
+        &path,
+        "UPDATE events SET type = 'text-chunks', ignorable = 0, data = '{not json' WHERE seq = 5",
+    );
+    for k in [6, 500, 5 + 1023] {
+        let e = b.read_from("s", k).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "corrupt session log: invalid committed physical row at seq 5",
+            "from {k}"
+        );
+    }
+    for k in [5 + 1024, 1099] {
+        let got = b.read_from("s", k).unwrap().unwrap();
+        assert_eq!(got.events.len() as u64, 1100 - k, "from {k}");
+        assert_eq!(got.events[0].seq, k);
+    }
+}
