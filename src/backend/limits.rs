@@ -124,6 +124,15 @@ impl Limits {
         self.record().saturating_sub(PACKED_ENVELOPE_BYTES)
     }
 
+    /// The count of a salvage, which reads what a full read refuses: up to
+    /// twice `maxLogBytes` (as a raw JSONL salvage reads its file).
+    pub fn salvage_budget(&self) -> Budget {
+        Budget {
+            used: AtomicU64::new(0),
+            limit: self.max_log_bytes.saturating_mul(2),
+        }
+    }
+
     /// A fresh count of decoded bytes for one read.
     pub fn budget(&self) -> Budget {
         Budget {

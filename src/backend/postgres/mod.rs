@@ -748,7 +748,8 @@ impl Backend for PostgresBackend {
         let Some((session, rows)) = fetched else {
             return Ok(None);
         };
-        let (events, stopped) = crate::backend::rows::intact_prefix::intact_prefix(&rows);
+        let (events, stopped) =
+            crate::backend::rows::intact_prefix::intact_prefix(&rows, &self.limits);
         Ok(Some(crate::backend::manage::IntactPrefix {
             header: session.header,
             events,

@@ -572,7 +572,8 @@ impl Backend for SqliteBackend {
         else {
             return Ok(None);
         };
-        let (events, stopped) = crate::backend::rows::intact_prefix::intact_prefix(&fetched.rows);
+        let (events, stopped) =
+            crate::backend::rows::intact_prefix::intact_prefix(&fetched.rows, &self.limits);
         Ok(Some(crate::backend::manage::IntactPrefix {
             header: fetched.session.header,
             events,
