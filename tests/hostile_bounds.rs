@@ -452,6 +452,37 @@ fn packed_rows_count_the_events_they_expand_to() {
     }
 }
 
+/// `import` counts the events of the packed rows it expands as a read
+/// does, and refuses a text whose rows come to more than an append may
+/// bring into a log before it builds them (70 000 deltas: 9 MB against
+/// 7.5 MiB); 20 000 import.
+#[test]
+fn import_counts_the_events_packed_rows_expand_to() {
+    let dir = TempDir::new("import-expansion");
+    let store = sqlite(&dir.path().join("s.db"));
+    let text = |members: usize| {
+        format!(
+            "{}\n{}\n{{\"type\":\"text-chunks\",\"seq0\":2,\"time0\":1,\"data\":{}}}\n",
+            r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#,
+            r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#,
+            packed_text_data(members)
+        )
+    };
+    let e = store.import_jsonl("big", &text(70_000)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(
+        e.to_string().starts_with(
+            "import line 3: the events of the packed chunk rows up to it, each counted as 128 bytes, come to more than the 7864320 bytes"
+        ),
+        "{e}"
+    );
+    assert!(store.list().unwrap().is_empty(), "nothing was created");
+    // The append counts each event by its bound (about 320 bytes here),
+    // more than the read's count: 20 000 deltas fit, 40 000 would not.
+    let r = store.import_jsonl("fits", &text(20_000)).unwrap();
+    assert_eq!(r.events, 20_002);
+}
+
 fn big_message(bytes: usize) -> String {
     format!(
         r#"{{"id":"u1","role":"user","content":[{{"type":"text","text":"{}"}}],"source":{{"kind":"user"}}}}"#,

@@ -180,33 +180,50 @@ pub fn salvage(store: &Store, id: &str, new_id: &str, json: bool) -> Result<Outc
 }
 
 /// The text of an import file (`-`: stdin); a zstd file (the magic number
-/// first) is decoded.
-fn read_import(file: &Path) -> Result<String, Error> {
+/// first) is decoded. At most `max` bytes are read or decoded (the store's
+/// `maxLogBytes`: an import is one append, which no larger text fits), so a
+/// huge file or a decompression bomb is an error, never an abort.
+fn read_import(file: &Path, max: u64) -> Result<String, Error> {
+    let name = if file == Path::new("-") {
+        "stdin".to_string()
+    } else {
+        file.display().to_string()
+    };
+    let too_big = |what: &str| {
+        Error::invalid(format!(
+            "{name} {what} more than {max} bytes, the store's maxLogBytes: one session cannot hold it (raise maxLogBytes in the store config to import it)"
+        ))
+    };
     let mut bytes = Vec::new();
-    if file == Path::new("-") {
+    let read = if file == Path::new("-") {
         std::io::stdin()
             .lock()
+            .take(max.saturating_add(1))
             .read_to_end(&mut bytes)
-            .map_err(|e| Error::io("cannot read stdin", e))?;
     } else {
-        bytes = std::fs::read(file)
-            .map_err(|e| Error::io(format!("cannot read {}", file.display()), e))?;
+        std::fs::File::open(file)
+            .and_then(|f| f.take(max.saturating_add(1)).read_to_end(&mut bytes))
+    };
+    read.map_err(|e| Error::io(format!("cannot read {name}"), e))?;
+    if bytes.len() as u64 > max {
+        return Err(too_big("holds"));
     }
     if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        bytes = zstd::stream::decode_all(&bytes[..]).map_err(|e| {
-            Error::invalid(format!(
-                "{} is not a readable Zstandard file: {e}",
-                file.display()
-            ))
-        })?;
+        let mut text = Vec::new();
+        zstd::stream::read::Decoder::new(&bytes[..])
+            .and_then(|d| d.take(max.saturating_add(1)).read_to_end(&mut text))
+            .map_err(|e| Error::invalid(format!("{name} is not a readable Zstandard file: {e}")))?;
+        if text.len() as u64 > max {
+            return Err(too_big("decodes to"));
+        }
+        bytes = text;
     }
-    String::from_utf8(bytes)
-        .map_err(|e| Error::invalid(format!("{} is not UTF-8 text: {e}", file.display())))
+    String::from_utf8(bytes).map_err(|e| Error::invalid(format!("{name} is not UTF-8 text: {e}")))
 }
 
 /// `import FILE [--id ID]`.
 pub fn import(store: &Store, file: &Path, id: Option<&str>, json: bool) -> Result<Outcome, Error> {
-    let text = read_import(file)?;
+    let text = read_import(file, store.config().backend.limits().max_log_bytes)?;
     let id = id.map_or_else(
         dsh_persist::store::coordinator::new_session_id,
         str::to_string,
@@ -218,4 +235,50 @@ pub fn import(store: &Store, file: &Path, id: Option<&str>, json: bool) -> Resul
         print_out(&format!("imported {} events into {}", r.events, r.id));
     }
     Ok(Outcome::ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!("dsh-import-{}-{name}", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// An import file is read and decoded up to the store's `maxLogBytes`:
+    /// a 1 MiB text fits a 1 MiB limit, one byte more does not, and a small
+    /// zstd file that decodes past it is refused after decoding one byte
+    /// more than the limit (a bomb never decodes whole).
+    #[test]
+    fn import_files_are_read_and_decoded_within_max_log_bytes() {
+        const MIB: usize = 1 << 20;
+        let line = |n: usize| format!("{}\n", "x".repeat(n - 1));
+        let fits = temp("fits", line(MIB).as_bytes());
+        assert_eq!(read_import(&fits, MIB as u64).unwrap().len(), MIB);
+        let over = temp("over", line(MIB + 1).as_bytes());
+        let e = read_import(&over, MIB as u64).unwrap_err();
+        assert_eq!(e.kind(), dsh_persist::ErrorKind::InvalidArgument);
+        assert!(
+            e.to_string()
+                .contains("holds more than 1048576 bytes, the store's maxLogBytes"),
+            "{e}"
+        );
+        let z = zstd::bulk::compress(line(MIB).as_bytes(), 3).unwrap();
+        let zfits = temp("zfits", &z);
+        assert_eq!(read_import(&zfits, MIB as u64).unwrap().len(), MIB);
+        let bomb = zstd::bulk::compress(line(64 * MIB).as_bytes(), 19).unwrap();
+        assert!(bomb.len() < 64 * 1024, "{}", bomb.len());
+        let zbomb = temp("zbomb", &bomb);
+        let e = read_import(&zbomb, MIB as u64).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("decodes to more than 1048576 bytes, the store's maxLogBytes"),
+            "{e}"
+        );
+        for p in [fits, over, zfits, zbomb] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }

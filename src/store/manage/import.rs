@@ -3,6 +3,7 @@
 //! line) into a new session, judged as one append (the rules of
 //! `LogState::check_append`): all or nothing.
 
+use crate::backend::limits;
 use crate::codec::chunk_rows::Record;
 use crate::error::{Error, Result};
 use crate::model::event::Event;
@@ -60,6 +61,12 @@ impl Store {
             }
         }
         let mut items: Vec<String> = Vec::new();
+        // The events packed rows expand to, counted before they are built
+        // as a read counts them (limits::expansion_charge; each is under
+        // the bound the append counts): past what an append may bring
+        // into a log, the import is refused here, not after building them.
+        let limits = self.config().backend.limits();
+        let mut expanded = 0u64;
         for (n, line) in lines {
             if let Err(e) = json::JsonText::parse_verbatim(line) {
                 return Err(Error::invalid(format!(
@@ -71,7 +78,19 @@ impl Store {
                     "import line {n} is not a JSON object (one event per line)"
                 )));
             }
-            match Record::parse_line(line) {
+            let parsed = Record::parse_line(line);
+            if let Ok(record) = &parsed {
+                expanded = expanded.saturating_add(limits::expansion_charge(record));
+                if expanded > limits.log_write_limit() {
+                    return Err(Error::invalid(format!(
+                        "import line {n}: the events of the packed chunk rows up to it, each counted as {} bytes, come to more than the {} bytes an append may bring into a log (maxLogBytes {} less a sixteenth)",
+                        limits::PACKED_MEMBER_CHARGE,
+                        limits.log_write_limit(),
+                        limits.max_log_bytes
+                    )));
+                }
+            }
+            match parsed {
                 Ok(Record::Packed(row)) => {
                     let mut members: Vec<Event> = Vec::new();
                     row.expand_into(&mut members);
