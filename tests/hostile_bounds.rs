@@ -483,6 +483,53 @@ fn import_counts_the_events_packed_rows_expand_to() {
     assert_eq!(r.events, 20_002);
 }
 
+/// `follow` reads what was appended since its last poll under the same
+/// bounds: a packed row whose events count past `maxLogBytes` is an error
+/// (it built them before), and so is a file grown by more than twice the
+/// limit (it read all of it into memory).
+#[test]
+fn follow_reads_what_was_appended_within_the_bounds() {
+    let dir = TempDir::new("follow-bounds");
+    let root = dir.path().join("root");
+    let store = jsonl(&root, "none");
+    let wait = std::time::Duration::from_millis(10);
+    // A session of one open step, followed; then `bytes` appended to its log.
+    let followed_then = |id: &str, bytes: &[u8]| {
+        store.create(SessionHeader::new(id, 1)).unwrap();
+        store
+            .append_json(
+                id,
+                r#"[{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}},{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}]"#,
+            )
+            .unwrap();
+        let mut follow = store.follow(id, None).unwrap();
+        assert!(follow.next_batch(wait).unwrap().is_empty());
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(root.join("_no-cwd").join(id).join("session.jsonl"))
+            .unwrap()
+            .write_all(bytes)
+            .unwrap();
+        follow.next_batch(wait)
+    };
+    let row = format!(
+        "{{\"type\":\"text-chunks\",\"seq0\":2,\"time0\":1,\"data\":{}}}\n",
+        packed_text_data(70_000)
+    );
+    corruption(
+        followed_then("f", row.as_bytes()),
+        &["maxLogBytes", "8388608", "in what was appended after byte"],
+    );
+    corruption(
+        followed_then("g", &vec![b' '; 17 * MIB]),
+        &[
+            "maxLogBytes",
+            &format!("{} bytes were appended after byte", 17 * MIB),
+        ],
+    );
+}
+
 fn big_message(bytes: usize) -> String {
     format!(
         r#"{{"id":"u1","role":"user","content":[{{"type":"text","text":"{}"}}],"source":{{"kind":"user"}}}}"#,

@@ -424,6 +424,16 @@ impl JsonlBackend {
         if off == identity.size {
             return Ok(Vec::new());
         }
+        // What was appended since is read whole: no log that reads within
+        // maxLogBytes grows by more than twice it (the zstd bound of a
+        // full read).
+        let grown = identity.size - off;
+        if grown > self.limits.max_log_bytes.saturating_mul(2) {
+            return Err(self.limits.log_error(
+                &format!("session log {}", path.display()),
+                &format!("{grown} bytes were appended after byte {off}"),
+            ));
+        }
         let buf = read_range(&file, path, off, identity.size)?;
         let mut events = Vec::new();
         let budget = self.limits.budget();
