@@ -146,6 +146,41 @@ fn zstd_body_bomb_and_torn_bomb_are_corruption_not_torn_tails() {
     assert_eq!(std::fs::read(&path).unwrap(), &file[..cut]);
 }
 
+/// A zstd log of more frames than a log within `maxLogBytes` can hold
+/// (every frame holds a line of at least 40 bytes: 209 716 under 8 MiB) is
+/// corruption before its frames are indexed: 300 000 empty 9-byte frames
+/// (2.7 MB; 200 MB of them took 1.8 GB to index and walk).
+#[test]
+fn zstd_logs_of_more_frames_than_a_log_can_hold_are_refused() {
+    let dir = TempDir::new("many-frames");
+    let root = dir.path().join("root");
+    let codec = dsh_persist::backend::jsonl::codec_zstd::encode_frame;
+    let mut file = codec(header_line("mf").as_bytes()).unwrap();
+    file.extend(
+        codec(b"{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"turn\":1}}\n").unwrap(),
+    );
+    // An empty frame: single segment, content size 0, one empty raw block.
+    let empty = [0x28, 0xB5, 0x2F, 0xFD, 0x20, 0x00, 0x01, 0x00, 0x00];
+    for _ in 0..300_000 {
+        file.extend(empty);
+    }
+    let path = plant(&root, "mf", "session.jsonl.zstd", &file);
+    let store = jsonl(&root, "zstd");
+    let summary = store.summary("mf").map(|_| ());
+    for r in [
+        store.inspect("mf").map(|_| ()),
+        store.load("mf").map(|_| ()),
+        summary,
+    ] {
+        corruption(r, &["more than 209716 frames", "maxLogBytes"]);
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), file, "load repaired nothing");
+    // 200 000 of them are within the bound: read (an empty frame adds nothing).
+    file.truncate(file.len() - 100_000 * empty.len());
+    std::fs::write(&path, &file).unwrap();
+    assert_eq!(store.inspect("mf").unwrap().events[0].seq, 0);
+}
+
 #[test]
 fn giant_plain_lines_are_refused_at_their_byte() {
     let dir = TempDir::new("plain-giant");

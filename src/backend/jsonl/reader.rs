@@ -1168,7 +1168,7 @@ fn scan_zstd(
     if rules.header.is_none() {
         return Err(no_header(raw_log));
     }
-    let scan = frames::scan(buf)?;
+    let scan = frames::scan_bounded(buf, limits)?;
     let all_rest = scan.frames.get(1..).unwrap_or(&[]);
     // A load decodes the frames after the header as one run (two halves,
     // `run_bytes` unbounded); a folding read in runs of `run_bytes`, each
@@ -1306,7 +1306,7 @@ pub fn read_text(
     let text = match compression {
         Compression::None => buf,
         Compression::Zstd => {
-            let scan = frames::scan(&buf)?;
+            let scan = frames::scan_bounded(&buf, limits)?;
             let max = usize::try_from(limits.max_log_bytes).unwrap_or(usize::MAX);
             let mut dec = FrameDecoder::bounded(max);
             let mut out = Vec::new();

@@ -198,7 +198,7 @@ impl JsonlBackend {
             ));
         }
         let buf = read_range(&file, path, 0, identity.size)?;
-        let scan = frames::scan(&buf)?;
+        let scan = frames::scan_bounded(&buf, &self.limits)?;
         let mut dec = FrameDecoder::bounded(self.limits.record());
         let budget = self.limits.budget();
         let bounds = (&self.limits, &budget);
@@ -445,7 +445,7 @@ impl JsonlBackend {
         };
         let consumed = match self.compression {
             Compression::Zstd => {
-                let scan = frames::scan(&buf)?;
+                let scan = frames::scan_bounded(&buf, &self.limits)?;
                 let mut dec = FrameDecoder::bounded(self.limits.record());
                 for f in &scan.frames {
                     events.extend(frame_events(
