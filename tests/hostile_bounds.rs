@@ -181,6 +181,39 @@ fn zstd_logs_of_more_frames_than_a_log_can_hold_are_refused() {
     assert_eq!(store.inspect("mf").unwrap().events[0].seq, 0);
 }
 
+/// Every line counts at least the 40 bytes of the shortest record line
+/// (its `\n` included): 250 000 blank lines are a 250 KB file that no
+/// writer writes and that counts 10 MB, over the 8 MiB test limit, on both
+/// JSONL encodings (a 1 GiB file of them was a billion lines to parse).
+/// Nothing is repaired; a log of lines that parse counts its bytes.
+#[test]
+fn short_lines_count_as_the_shortest_record_line() {
+    let dir = TempDir::new("blank-lines");
+    let root = dir.path().join("root");
+    let text = format!(
+        "{}{}\n{}",
+        header_line("bl"),
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#,
+        "\n".repeat(250_000)
+    );
+    for compression in ["none", "zstd"] {
+        let (name, bytes) = if compression == "none" {
+            ("session.jsonl", text.clone().into_bytes())
+        } else {
+            let codec = dsh_persist::backend::jsonl::codec_zstd::encode_frame;
+            let (head, rest) = text.split_at(header_line("bl").len());
+            let mut out = codec(head.as_bytes()).unwrap();
+            out.extend(codec(rest.as_bytes()).unwrap());
+            ("session.jsonl.zstd", out)
+        };
+        let _ = std::fs::remove_dir_all(&root);
+        let path = plant(&root, "bl", name, &bytes);
+        let store = jsonl(&root, compression);
+        corruption(store.load("bl").map(|_| ()), &["maxLogBytes", "8388608"]);
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "{compression}");
+    }
+}
+
 #[test]
 fn giant_plain_lines_are_refused_at_their_byte() {
     let dir = TempDir::new("plain-giant");

@@ -231,6 +231,22 @@ impl Budget {
 /// "surfaceOp":,"ignorable":true}` and two numbers of at most 20 digits.
 const ENVELOPE_BOUND: u64 = 160;
 
+/// The shortest record line a log can hold, its `\n` included:
+/// `{"type":"a","seq":0,"time":0,"data":0}` (the four keys are required, the
+/// type is not empty).
+pub const MIN_RECORD_LINE: u64 = 40;
+
+/// What a read counts against `maxLogBytes` for a JSONL line of `len` bytes
+/// (its `\n` not included): its bytes and `\n`, and at least
+/// [`MIN_RECORD_LINE`], so a file of short lines that no writer writes
+/// (blank ones, torn ones) costs no more lines to parse than a log of the
+/// same count (a 1 GiB file of `\n`s was a billion lines, minutes of
+/// parsing). A line that parses is never shorter, so the count of every
+/// log that reads cleanly is its decoded size.
+pub fn line_charge(len: usize) -> u64 {
+    (len as u64).saturating_add(1).max(MIN_RECORD_LINE)
+}
+
 /// What a read counts against `maxLogBytes` for each event a packed chunk
 /// row expands to, beyond the row's own bytes: about what the member's
 /// line would count unpacked (a short delta's line is 110–140 bytes), so

@@ -5,7 +5,7 @@
 //! header, a block or the checksum runs past end of file is a *torn frame*,
 //! and its start is the repair point.
 
-use crate::backend::limits::Limits;
+use crate::backend::limits::{self, Limits};
 use crate::error::{Error, Result};
 
 /// `0xFD2FB528`, little-endian on disk.
@@ -123,9 +123,8 @@ pub fn scan(buf: &[u8]) -> Result<FrameScan> {
 }
 
 /// The fewest decoded bytes a frame of a log holds: every writer's frame
-/// holds at least one complete record line, and the shortest possible one
-/// (`{"type":"a","seq":0,"time":0,"data":0}` and its `\n`) is 40 bytes.
-pub const MIN_FRAME_TEXT: u64 = 40;
+/// holds at least one complete record line ([`limits::MIN_RECORD_LINE`]).
+pub const MIN_FRAME_TEXT: u64 = limits::MIN_RECORD_LINE;
 
 /// [`scan`] of a file a read decodes under `limits`: a file of more frames
 /// than a log of `maxLogBytes` can hold (the header frame, and one per

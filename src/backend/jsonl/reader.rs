@@ -213,7 +213,7 @@ impl<'a> Bounds<'a> {
         if len as u64 > self.limits.max_record_bytes {
             return Err(self.limits.record_error(&self.subject(), &place()));
         }
-        if !self.budget.charge(len as u64 + 1) {
+        if !self.budget.charge(limits::line_charge(len)) {
             return Err(self.limits.log_error(&self.subject(), &place()));
         }
         Ok(())
@@ -234,7 +234,7 @@ impl<'a> Bounds<'a> {
         if len as u64 > self.limits.max_record_bytes {
             return Err(self.limits.record_error(&self.subject(), &place()));
         }
-        self.part_charge(tally, len as u64 + 1, place)
+        self.part_charge(tally, limits::line_charge(len), place)
     }
 
     /// Counts `n` more bytes of a stretch (a line, or the events a packed

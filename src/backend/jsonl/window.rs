@@ -48,7 +48,7 @@ fn events_of_lines(text: &[u8], out: &mut Vec<Event>, budget: &Budget) -> Result
     let mut start = 0;
     let mut clean = true;
     for nl in memchr::memchr_iter(b'\n', text) {
-        if !budget.charge((nl - start) as u64 + 1) {
+        if !budget.charge(limits::line_charge(nl - start)) {
             return Err(OverBudget);
         }
         let line = line_text(&text[start..nl]);
