@@ -256,7 +256,7 @@ pub fn line_charge(len: usize) -> u64 {
 /// never makes a log this library wrote unreadable: a member's
 /// [`record_bound`], which its append counted, is at least 250 bytes more
 /// than its share of the row (its data's envelope, the type six times,
-/// [`ENVELOPE_BOUND`]).
+/// `ENVELOPE_BOUND`).
 pub const PACKED_MEMBER_CHARGE: u64 = 128;
 
 /// What a read counts against `maxLogBytes` for `record` beyond its stored
