@@ -111,14 +111,15 @@ pub fn read_intact_prefix(
         // built, as a full read counts them, up to the bound of the text
         // (twice maxLogBytes); past it the prefix stops, as at a frame
         // that decodes past maxLogBytes.
-        if expansion.saturating_add(limits::expansion_charge(&record)) > cap {
+        let charge = limits::expansion_charge(&record);
+        if expansion.saturating_add(charge) > cap {
             stopped = Some(format!(
                 "record line {n}: the events of the packed chunk rows up to it, each counted as {} bytes, come to more than {cap} bytes (twice maxLogBytes)",
                 limits::PACKED_MEMBER_CHARGE
             ));
             break;
         }
-        expansion += limits::expansion_charge(&record);
+        expansion += charge;
         let expected = events.len() as u64;
         if record.first_seq() != expected {
             stopped = Some(format!(

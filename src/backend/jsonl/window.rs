@@ -98,7 +98,7 @@ fn frame_events(
     dec: &mut FrameDecoder,
     frame: &[u8],
     start: u64,
-    (limits, budget): (&Limits, &Budget),
+    (limits, budget, log): (&Limits, &Budget, &str),
 ) -> Result<Vec<Event>> {
     let mut out = Vec::new();
     let mut events = Vec::new();
@@ -116,7 +116,10 @@ fn frame_events(
         )));
     }
     let clean = events_of_lines(&lines, &mut events, budget).map_err(|OverBudget| {
-        limits.log_error("session log", &format!("in the frame at byte {start}"))
+        limits.log_error(
+            &format!("session log {log}"),
+            &format!("in the frame at byte {start}"),
+        )
     })?;
     if !clean || !contiguous(&events, None) {
         return Err(Error::corruption(format!(
@@ -201,7 +204,7 @@ impl JsonlBackend {
         let scan = frames::scan_bounded(&buf, &self.limits)?;
         let mut dec = FrameDecoder::bounded(self.limits.record());
         let budget = self.limits.budget();
-        let bounds = (&self.limits, &budget);
+        let bounds = (&self.limits, &budget, raw_log.as_str());
         let first = scan.frames.first().ok_or_else(|| no_header(&raw_log))?;
         let header_text = {
             let mut out = Vec::new();
@@ -452,7 +455,7 @@ impl JsonlBackend {
                         &mut dec,
                         &buf[f.start as usize..f.end as usize],
                         off + f.start,
-                        (&self.limits, &budget),
+                        (&self.limits, &budget, &path.display().to_string()),
                     )?);
                 }
                 scan.frames.last().map_or(0, |f| f.end)
