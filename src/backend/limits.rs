@@ -252,7 +252,7 @@ pub fn line_charge(len: usize) -> u64 {
 /// line would count unpacked (a short delta's line is 110–140 bytes), so
 /// the events a read builds stay about the size of what it counts. Without
 /// it a crafted 70 MB line of ten million two-byte deltas built 2.5 GB of
-/// events under a 1 GiB limit (the row's bytes are five per member). It
+/// events under a 1 GiB limit (the row's bytes are seven per member). It
 /// never makes a log this library wrote unreadable: a member's
 /// [`record_bound`], which its append counted, is at least 250 bytes more
 /// than its share of the row (its data's envelope, the type six times,
