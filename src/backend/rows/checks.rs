@@ -230,3 +230,85 @@ pub fn repair_gone(id: &str) -> Error {
         quote(id)
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Revision;
+
+    fn noted(known: &KnownLogBytes) -> Option<(String, i64, u64)> {
+        known.lock().get("s").cloned()
+    }
+
+    /// An append notes the size after it only when it continues what was
+    /// known: the same incarnation, the revision moved by exactly this
+    /// append (or a new session). Anything else means another writer wrote
+    /// in between, and the size is forgotten (the next append reads it),
+    /// never taken as the known size plus this append's rows.
+    #[test]
+    fn an_append_notes_its_size_only_after_what_was_known() {
+        let rev = Revision("r".into());
+        let known = KnownLogBytes::default();
+        let checked = |inc: &str, rev: i64| (Some((inc.to_string(), rev, 1000)), Some(5000));
+        // Continues: 1000 before, 300 charged.
+        note_append(
+            &known,
+            "s",
+            Expect::At(&rev),
+            checked("i", 4),
+            ("i", 5),
+            Some(300),
+        );
+        assert_eq!(noted(&known), Some(("i".into(), 5, 1300)));
+        // The charge unknown: the checked upper bound.
+        note_append(
+            &known,
+            "s",
+            Expect::At(&rev),
+            checked("i", 4),
+            ("i", 5),
+            None,
+        );
+        assert_eq!(noted(&known), Some(("i".into(), 5, 5000)));
+        // Another writer's rows in between, or another incarnation: forgotten.
+        for (inc, after) in [("i", 6), ("i", 4), ("j", 5)] {
+            note_append(
+                &known,
+                "s",
+                Expect::At(&rev),
+                checked("i", 4),
+                ("i", 5),
+                Some(1),
+            );
+            note_append(
+                &known,
+                "s",
+                Expect::At(&rev),
+                checked("i", 4),
+                (inc, after),
+                Some(300),
+            );
+            assert_eq!(noted(&known), None, "{inc} {after}");
+        }
+        // Nothing known before: nothing noted.
+        note_append(
+            &known,
+            "s",
+            Expect::At(&rev),
+            (None, None),
+            ("i", 5),
+            Some(300),
+        );
+        assert_eq!(noted(&known), None);
+        // A new session: whatever its first revision.
+        note_append(
+            &known,
+            "s",
+            Expect::New,
+            checked("", -1),
+            ("k", 0),
+            Some(300),
+        );
+        assert_eq!(noted(&known), Some(("k".into(), 0, 1300)));
+    }
+}
