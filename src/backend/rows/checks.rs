@@ -311,4 +311,62 @@ mod tests {
         );
         assert_eq!(noted(&known), Some(("k".into(), 0, 1300)));
     }
+
+    fn events(from: u64, n: u64, tag: &str) -> Vec<Event> {
+        (from..from + n)
+            .map(|seq| {
+                Event::parse(&format!(
+                    r#"{{"type":"session/title","seq":{seq},"time":1,"data":"{tag}{seq}"}}"#
+                ))
+                .unwrap()
+            })
+            .collect()
+    }
+
+    /// The append preconditions: a new session must not exist, a stored
+    /// one must; a batch continues at the stored next seq, or is the retry
+    /// of an ambiguous commit whose first events are stored exactly (their
+    /// count returned, they are not written again); anything else is
+    /// another writer's: a conflict.
+    #[test]
+    fn an_append_continues_the_stored_log_or_retries_its_own_commit() {
+        let rev = Revision("r".into());
+        let at = Expect::At(&rev);
+        let stored = events(0, 10, "t");
+        let from = |k: u64| -> Result<Vec<Event>> { Ok(stored[k as usize..].to_vec()) };
+        let conflict = |r: Result<usize>, want: &str| {
+            let e = r.unwrap_err();
+            assert_eq!(e.kind(), crate::error::ErrorKind::Conflict, "{e}");
+            assert!(e.to_string().contains(want), "{e}");
+        };
+        // Even a batch equal to what is stored: a new session exists.
+        conflict(
+            check_append_target("s", Expect::New, true, 10, &events(0, 10, "t"), from),
+            "already exists",
+        );
+        conflict(
+            check_append_target("s", at, false, 0, &events(0, 1, "t"), from),
+            "no longer stored",
+        );
+        let new = check_append_target("s", Expect::New, false, 0, &events(0, 3, "t"), from);
+        assert_eq!(new.unwrap(), 0);
+        let next = check_append_target("s", at, true, 10, &events(10, 3, "t"), from);
+        assert_eq!(next.unwrap(), 0);
+        // The retry of a batch from seq 7 whose first three events are stored.
+        let mut retry = events(7, 3, "t");
+        retry.extend(events(10, 2, "t"));
+        assert_eq!(
+            check_append_target("s", at, true, 10, &retry, from).unwrap(),
+            3
+        );
+        // Stored, but not these events; fewer than are stored; a gap.
+        let mut other = events(7, 1, "x");
+        other.extend(events(8, 4, "t"));
+        for batch in [other, events(7, 2, "t"), events(11, 1, "t")] {
+            conflict(
+                check_append_target("s", at, true, 10, &batch, from),
+                "stale append to session \"s\": the stored log continues at seq 10",
+            );
+        }
+    }
 }
