@@ -82,6 +82,19 @@ fn plant(root: &Path, id: &str, file: &str, bytes: &[u8]) -> std::path::PathBuf 
     path
 }
 
+/// A JSONL log file of `text` (whole lines): as it is for `none`, one
+/// Zstandard frame per line for `zstd`; its name and bytes.
+fn log_file(compression: &str, text: &str) -> (&'static str, Vec<u8>) {
+    if compression == "none" {
+        return ("session.jsonl", text.as_bytes().to_vec());
+    }
+    let mut out = Vec::new();
+    for l in text.split_inclusive('\n') {
+        out.extend(dsh_persist::backend::jsonl::codec_zstd::encode_frame(l.as_bytes()).unwrap());
+    }
+    ("session.jsonl.zstd", out)
+}
+
 /// The error of `r`, which must be a corruption naming each of `want`.
 fn corruption<T: std::fmt::Debug>(r: dsh_persist::Result<T>, want: &[&str]) -> String {
     let e = r.expect_err("a limit must fail the read");
@@ -265,20 +278,9 @@ fn a_line_of_many_keys_with_a_repeat_is_judged_at_once() {
         r#"{"type":"turn/end","seq":2,"time":3,"data":{"turn":1,"reason":{"kind":"completed"}}}"#;
     for compression in ["none", "zstd"] {
         let store = jsonl(&root, compression);
-        let file = |lines: &[&str]| -> (&str, Vec<u8>) {
+        let file = |lines: &[&str]| {
             let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-            if compression == "none" {
-                ("session.jsonl", text.into_bytes())
-            } else {
-                let mut out = Vec::new();
-                for l in text.split_inclusive('\n') {
-                    out.extend(
-                        dsh_persist::backend::jsonl::codec_zstd::encode_frame(l.as_bytes())
-                            .unwrap(),
-                    );
-                }
-                ("session.jsonl.zstd", out)
-            }
+            log_file(compression, &text)
         };
         // Before the last turn/end and as the last line: an event whose
         // envelope is invalid (its unknown keys), refused; nothing repaired.
@@ -446,18 +448,7 @@ fn packed_rows_count_the_events_they_expand_to() {
                 text.push_str(l);
                 text.push('\n');
             }
-            let (name, bytes) = if compression == "none" {
-                ("session.jsonl", text.into_bytes())
-            } else {
-                let mut out = Vec::new();
-                for l in text.split_inclusive('\n') {
-                    out.extend(
-                        dsh_persist::backend::jsonl::codec_zstd::encode_frame(l.as_bytes())
-                            .unwrap(),
-                    );
-                }
-                ("session.jsonl.zstd", out)
-            };
+            let (name, bytes) = log_file(compression, &text);
             let path = plant(&root, "px", name, &bytes);
             stores.push((
                 format!("jsonl {compression}"),

@@ -250,45 +250,28 @@ mod tests {
         let rev = Revision("r".into());
         let known = KnownLogBytes::default();
         let checked = |inc: &str, rev: i64| (Some((inc.to_string(), rev, 1000)), Some(5000));
+        // An append to "s" known at ("i", 4) that took it to `after`.
+        let append_at_4 = |after: (&str, i64), charge: Option<u64>| {
+            note_append(
+                &known,
+                "s",
+                Expect::At(&rev),
+                checked("i", 4),
+                after,
+                charge,
+            )
+        };
         // Continues: 1000 before, 300 charged.
-        note_append(
-            &known,
-            "s",
-            Expect::At(&rev),
-            checked("i", 4),
-            ("i", 5),
-            Some(300),
-        );
+        append_at_4(("i", 5), Some(300));
         assert_eq!(noted(&known), Some(("i".into(), 5, 1300)));
         // The charge unknown: the checked upper bound.
-        note_append(
-            &known,
-            "s",
-            Expect::At(&rev),
-            checked("i", 4),
-            ("i", 5),
-            None,
-        );
+        append_at_4(("i", 5), None);
         assert_eq!(noted(&known), Some(("i".into(), 5, 5000)));
         // Another writer's rows in between, or another incarnation: forgotten.
-        for (inc, after) in [("i", 6), ("i", 4), ("j", 5)] {
-            note_append(
-                &known,
-                "s",
-                Expect::At(&rev),
-                checked("i", 4),
-                ("i", 5),
-                Some(1),
-            );
-            note_append(
-                &known,
-                "s",
-                Expect::At(&rev),
-                checked("i", 4),
-                (inc, after),
-                Some(300),
-            );
-            assert_eq!(noted(&known), None, "{inc} {after}");
+        for after in [("i", 6), ("i", 4), ("j", 5)] {
+            append_at_4(("i", 5), Some(1));
+            append_at_4(after, Some(300));
+            assert_eq!(noted(&known), None, "{after:?}");
         }
         // Nothing known before: nothing noted.
         note_append(
