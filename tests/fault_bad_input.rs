@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use dsh_persist::model::header::SessionHeader;
 use dsh_persist::store::{
-    AppendOptions, BackendConfig, Compression, JsonlConfig, LiveSession, SqliteConfig, Store,
-    StoreConfig,
+    AppendOptions, BackendConfig, Compression, JsonlConfig, LiveSession, SessionView, SqliteConfig,
+    Store, StoreConfig,
 };
 use dsh_persist::{Error, ErrorKind};
 use support::{TempDir, conv};
@@ -89,19 +89,11 @@ fn a_fifty_megabyte_string_appends_and_loads_back() {
         .collect();
     assert!(text.len() >= 50_000_000);
     for kind in KINDS {
-        let dir = TempDir::new("bad-huge");
-        let store = open(kind, dir.path());
-        let live = store.start(header("huge")).unwrap();
-        live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default())
-            .unwrap();
+        let (dir, store, live) = turn_started(kind, "bad-huge", "huge");
         let data = conv::user_message("u1", &text);
         live.append("user/message", &data, &conv::append_opts())
             .unwrap();
-        end_turn_1(&live).unwrap();
-        live.close().unwrap();
-        store.close().unwrap();
-        let store = open(kind, dir.path());
-        let view = store.load("huge").unwrap();
+        let (store, view) = ended_and_reloaded(kind, &dir, store, &live, "huge");
         assert_eq!(view.events.len(), 3, "{kind:?}");
         assert_eq!(
             view.events[1].data.as_str(),
@@ -129,11 +121,7 @@ fn nested(depth: usize) -> String {
 #[test]
 fn deep_nesting_is_refused_without_overflowing_a_small_stack() {
     for kind in KINDS {
-        let dir = TempDir::new("bad-deep");
-        let store = open(kind, dir.path());
-        let live = store.start(header("deep")).unwrap();
-        live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default())
-            .unwrap();
+        let (_dir, store, live) = turn_started(kind, "bad-deep", "deep");
         // 2 × 100,000 levels (object + array per level): refused.
         for depth in [100_000usize, 300] {
             let l = live.clone();
@@ -203,11 +191,7 @@ fn a_stored_line_nested_too_deep_is_corruption_not_a_crash() {
 
 #[test]
 fn nan_and_infinity_tokens_are_refused() {
-    let dir = TempDir::new("bad-nan");
-    let store = open(Kind::Zstd, dir.path());
-    let live = store.start(header("nan")).unwrap();
-    live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default())
-        .unwrap();
+    let (_dir, store, live) = turn_started(Kind::Zstd, "bad-nan", "nan");
     for bad in [
         r#"{"turn":1,"v":NaN}"#,
         r#"{"turn":1,"v":Infinity}"#,
@@ -261,11 +245,7 @@ fn nan_and_infinity_tokens_are_refused() {
 #[test]
 fn data_keys_are_compared_as_javascript_strings() {
     for kind in KINDS {
-        let dir = TempDir::new("bad-keys");
-        let store = open(kind, dir.path());
-        let live = store.start(header("keys")).unwrap();
-        live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default())
-            .unwrap();
+        let (dir, store, live) = turn_started(kind, "bad-keys", "keys");
         let two_keys = r#"{"turn":1,"\ud800":1,"\udc00":2,"x":{"\udbff":3,"\udfff":4}}"#;
         live.append("todo/write", two_keys, &AppendOptions::default())
             .unwrap();
@@ -283,15 +263,39 @@ fn data_keys_are_compared_as_javascript_strings() {
                 "{kind:?} {dup}: {e}"
             );
         }
-        end_turn_1(&live).unwrap();
-        live.close().unwrap();
-        store.close().unwrap();
-        let store = open(kind, dir.path());
-        let view = store.load("keys").unwrap();
+        let (store, view) = ended_and_reloaded(kind, &dir, store, &live, "keys");
         assert_eq!(view.events.len(), 3, "{kind:?}: a refused append wrote");
         assert_eq!(view.events[1].data.as_str(), two_keys, "{kind:?}");
         store.close().unwrap();
     }
+}
+
+/// A store of `kind` in a new temp dir named for `tag`, and a live session
+/// `id` in it whose turn 1 has started.
+fn turn_started(kind: Kind, tag: &str, id: &str) -> (TempDir, Store, LiveSession) {
+    let dir = TempDir::new(tag);
+    let store = open(kind, dir.path());
+    let live = store.start(header(id)).unwrap();
+    live.append("turn/start", r#"{"turn":1}"#, &AppendOptions::default())
+        .unwrap();
+    (dir, store, live)
+}
+
+/// Ends turn 1 of `live`, closes it and `store`, and loads session `id`
+/// from a store opened afresh on `dir` (returned with the view).
+fn ended_and_reloaded(
+    kind: Kind,
+    dir: &TempDir,
+    store: Store,
+    live: &LiveSession,
+    id: &str,
+) -> (Store, SessionView) {
+    end_turn_1(live).unwrap();
+    live.close().unwrap();
+    store.close().unwrap();
+    let store = open(kind, dir.path());
+    let view = store.load(id).unwrap();
+    (store, view)
 }
 
 /// Appends one balanced turn to a new session `id`.
