@@ -92,7 +92,7 @@ pub fn read_intact_prefix(
         .ok_or_else(|| reader::no_header(&raw_log))?;
     let header = reader::parse_header_line(&header_line[..header_line.len() - 1], &raw_log)?;
     let mut events: Vec<Event> = Vec::new();
-    let mut expansion = 0u64;
+    let expansion = limits.salvage_budget();
     for (i, line) in lines.enumerate() {
         let n = i + 1;
         let Some(line) = line.strip_suffix(b"\n") else {
@@ -111,15 +111,13 @@ pub fn read_intact_prefix(
         // built, as a full read counts them, up to the bound of the text
         // (twice maxLogBytes); past it the prefix stops, as at a frame
         // that decodes past maxLogBytes.
-        let charge = limits::expansion_charge(&record);
-        if expansion.saturating_add(charge) > cap {
+        if !expansion.charge(limits::expansion_charge(&record)) {
             stopped = Some(format!(
                 "record line {n}: the events of the packed chunk rows up to it, each counted as {} bytes, come to more than {cap} bytes (twice maxLogBytes)",
                 limits::PACKED_MEMBER_CHARGE
             ));
             break;
         }
-        expansion += charge;
         let expected = events.len() as u64;
         if record.first_seq() != expected {
             stopped = Some(format!(
