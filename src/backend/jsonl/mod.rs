@@ -692,13 +692,21 @@ impl JsonlBackend {
     }
 }
 
-/// What a full read counts of `batch`, the text of `records`: its bytes
-/// and the events its packed rows expand to ([`limits::expansion_charge`]).
+/// What a full read counts of `batch`, the text of `records` (whole
+/// lines): the read's own rules, [`limits::line_charge`] per line and
+/// [`limits::expansion_charge`] per record.
 fn read_charge(batch: &str, records: &[Record]) -> u64 {
+    let lines = memchr::memchr_iter(b'\n', batch.as_bytes())
+        .scan(0, |start, nl| {
+            let len = nl - *start;
+            *start = nl + 1;
+            Some(limits::line_charge(len))
+        })
+        .fold(0u64, u64::saturating_add);
     records
         .iter()
         .map(limits::expansion_charge)
-        .fold(batch.len() as u64, u64::saturating_add)
+        .fold(lines, u64::saturating_add)
 }
 
 fn moved(id: &str, path: &Path) -> Error {
