@@ -5,6 +5,8 @@
 //! opened with `strict: true`. A chunk event costs one scan of its two
 //! leading fields (`turn`, `step`).
 
+use std::collections::HashSet;
+
 use super::event::Event;
 use super::fields;
 use super::json;
@@ -18,8 +20,10 @@ pub struct TurnTrace {
     pub(super) open_turn: Option<i64>,
     pub(super) open_step: Option<i64>,
     pub(super) last_step: i64,
-    /// `callId`s of the `tool/call` events of the open step.
-    pub(super) calls: Vec<String>,
+    /// `callId`s of the `tool/call` events of the open step: a set, so a
+    /// step of many calls judges each `tool/result` at once (a list made a
+    /// step of 100 000 calls and results cost seconds of appends).
+    pub(super) calls: HashSet<String>,
 }
 
 enum Change {
@@ -86,7 +90,9 @@ impl TurnTrace {
                 self.open_step = None;
                 self.calls.clear();
             }
-            Change::Call(id) => self.calls.push(id),
+            Change::Call(id) => {
+                self.calls.insert(id);
+            }
         }
         Ok(())
     }
@@ -478,6 +484,39 @@ mod tests {
         fails(
             &v,
             "\"tool/result\" at seq 5 has no prior tool/call \"c1\" in step 2",
+        );
+    }
+
+    /// A step of many calls, answered last first: every result is found
+    /// (and one naming no call refused) with one lookup each. The calls
+    /// were a list once, searched from its start: 200 000 calls made this
+    /// test minutes long.
+    #[test]
+    fn a_step_of_many_calls_judges_each_result_at_once() {
+        const CALLS: u64 = 200_000;
+        let mut t = TurnTrace::new();
+        t.check(&ev("turn/start", 0, r#"{"turn":1}"#)).unwrap();
+        t.check(&ev("step/start", 1, r#"{"turn":1,"step":1}"#))
+            .unwrap();
+        let id = |i: u64| format!("call_{i:08}");
+        for i in 0..CALLS {
+            let data = format!(r#"{{"turn":1,"step":1,"callId":"{}"}}"#, id(i));
+            t.check(&ev("tool/call", 2 + i, &data)).unwrap();
+        }
+        // A call id repeated is still one call.
+        let again = format!(r#"{{"turn":1,"step":1,"callId":"{}"}}"#, id(7));
+        t.check(&ev("tool/call", 2 + CALLS, &again)).unwrap();
+        assert_eq!(t.calls.len(), CALLS as usize);
+        let first = 3 + CALLS;
+        for (n, i) in (0..CALLS).rev().enumerate() {
+            t.check(&result(first + n as u64, &id(i), 1, 1, ""))
+                .unwrap();
+        }
+        let end = first + CALLS;
+        let err = t.check(&result(end, &id(CALLS), 1, 1, "")).unwrap_err();
+        assert!(
+            err.contains("has no prior tool/call \"call_00200000\" in step 1"),
+            "{err}"
         );
     }
 

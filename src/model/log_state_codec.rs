@@ -9,6 +9,8 @@
 //! the tool/result replacement rule and legacy conversion read), so the
 //! form grows with the log's messages, not with its chunks.
 
+use std::collections::HashSet;
+
 use super::binary::{Input, put_str, put_u64};
 use super::invariants::TurnTrace;
 use super::json::{JsonText, MAX_SAFE_INTEGER};
@@ -80,7 +82,10 @@ impl LogState {
             out.extend_from_slice(&v.to_le_bytes());
         }
         put_u64(out, t.calls.len() as u64);
-        for c in &t.calls {
+        // Sorted, so one state always has one form.
+        let mut calls: Vec<&String> = t.calls.iter().collect();
+        calls.sort_unstable();
+        for c in calls {
             put_str(out, c);
         }
         let nodes = &self.surface.nodes;
@@ -106,9 +111,12 @@ impl LogState {
             (inp.i64()?, inp.i64()?, inp.i64()?, inp.i64()?);
         // A call id: its length (8 bytes) at least.
         let n_calls = inp.count(8)?;
-        let mut calls = Vec::with_capacity(n_calls);
+        let mut calls = HashSet::with_capacity(n_calls);
         for _ in 0..n_calls {
-            calls.push(inp.str()?.to_string());
+            // A set's form names each id once.
+            if !calls.insert(inp.str()?.to_string()) {
+                return None;
+            }
         }
         let trace = TurnTrace {
             last_seq: (flags & 1 != 0).then_some(last_seq),
@@ -185,7 +193,7 @@ mod tests {
                 3 => t.open_step = Some(t.last_step + 1),
                 4 => {
                     t.open_step = None;
-                    t.calls.push("c2".into());
+                    t.calls.insert("c2".into());
                 }
                 _ => t.open_turn = None,
             }
@@ -202,5 +210,41 @@ mod tests {
         let mut out = Vec::new();
         empty.encode(&mut out);
         assert_eq!(LogState::decode(&mut Input(&out)).unwrap(), empty);
+    }
+
+    /// The open step's call ids are a set: one state has one form whatever
+    /// order its calls came in, and a form naming an id twice is no state.
+    #[test]
+    fn call_ids_have_one_form() {
+        let state = |ids: [&str; 3]| {
+            let mut events = vec![
+                ev(r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#),
+                ev(r#"{"type":"step/start","seq":1,"time":0,"data":{"turn":1,"step":1}}"#),
+            ];
+            for (i, id) in ids.iter().enumerate() {
+                events.push(ev(&format!(
+                    r#"{{"type":"tool/call","seq":{},"time":0,"data":{{"turn":1,"step":1,"callId":"{id}"}}}}"#,
+                    2 + i
+                )));
+            }
+            let mut st = LogState::new();
+            st.check_append("s", &Vocabulary::default(), false, true, &events)
+                .unwrap();
+            let mut out = Vec::new();
+            st.encode(&mut out);
+            (st, out)
+        };
+        let (st, one) = state(["b", "a", "c"]);
+        let (_, other) = state(["c", "b", "a"]);
+        assert_eq!(one, other);
+        assert_eq!(LogState::decode(&mut Input(&one)).unwrap(), st);
+        // "b" written where "a" is: the form names "a" twice.
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        put_str(&mut a, "a");
+        put_str(&mut b, "b");
+        let at = one.windows(b.len()).position(|w| w == b).unwrap();
+        let mut twice = one.clone();
+        twice[at..at + a.len()].copy_from_slice(&a);
+        assert!(LogState::decode(&mut Input(&twice)).is_none());
     }
 }
