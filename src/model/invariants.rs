@@ -24,6 +24,30 @@ pub struct TurnTrace {
     /// step of many calls judges each `tool/result` at once (a list made a
     /// step of 100 000 calls and results cost seconds of appends).
     pub(super) calls: HashSet<String>,
+    /// While a batch is judged ([`TurnTrace::begin_batch`]): how to take
+    /// back what it did to `calls`. A batch is judged in place, not on a
+    /// copy: a copy per append cost the open step's calls each time.
+    pub(super) journal: Option<CallsJournal>,
+}
+
+/// What a batch being judged did to [`TurnTrace::calls`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct CallsJournal {
+    /// The ids it added to the set it started with.
+    added: Vec<String>,
+    /// The set it started with, once the batch left that step.
+    before: Option<HashSet<String>>,
+}
+
+/// The trace's small fields before a batch ([`TurnTrace::begin_batch`]).
+#[must_use]
+#[derive(Clone, Copy, Debug)]
+pub struct TraceMark {
+    last_seq: Option<u64>,
+    last_turn: i64,
+    open_turn: Option<i64>,
+    open_step: Option<i64>,
+    last_step: i64,
 }
 
 enum Change {
@@ -51,6 +75,59 @@ impl TurnTrace {
         self.open_step
     }
 
+    /// Starts judging a batch in place: [`TurnTrace::end_batch`] keeps
+    /// what [`TurnTrace::check`] and [`TurnTrace::advance`] did since,
+    /// [`TurnTrace::undo_batch`] takes it back, at the cost of what the
+    /// batch changed (not of the open step's calls).
+    pub fn begin_batch(&mut self) -> TraceMark {
+        self.journal = Some(CallsJournal::default());
+        TraceMark {
+            last_seq: self.last_seq,
+            last_turn: self.last_turn,
+            open_turn: self.open_turn,
+            open_step: self.open_step,
+            last_step: self.last_step,
+        }
+    }
+
+    /// Keeps the batch begun with `_mark`.
+    pub fn end_batch(&mut self, _mark: TraceMark) {
+        self.journal = None;
+    }
+
+    /// Takes back the batch begun with `mark`: the trace is again as it was.
+    pub fn undo_batch(&mut self, mark: TraceMark) {
+        let journal = self.journal.take().unwrap_or_default();
+        match journal.before {
+            Some(before) => self.calls = before,
+            None => {
+                for id in &journal.added {
+                    self.calls.remove(id);
+                }
+            }
+        }
+        self.last_seq = mark.last_seq;
+        self.last_turn = mark.last_turn;
+        self.open_turn = mark.open_turn;
+        self.open_step = mark.open_step;
+        self.last_step = mark.last_step;
+    }
+
+    /// Empties `calls` (the step ended or another began), keeping the set
+    /// a batch started with to take back.
+    fn clear_calls(&mut self) {
+        let calls = std::mem::take(&mut self.calls);
+        if let Some(j) = &mut self.journal {
+            if j.before.is_none() {
+                let mut before = calls;
+                for id in j.added.drain(..) {
+                    before.remove(&id);
+                }
+                j.before = Some(before);
+            }
+        }
+    }
+
     /// Checks `event` against the invariants and, when it passes, records
     /// it. On error the trace is unchanged.
     pub fn check(&mut self, event: &Event) -> Result<(), String> {
@@ -74,24 +151,31 @@ impl TurnTrace {
                 self.open_turn = Some(t);
                 self.open_step = None;
                 self.last_step = 0;
-                self.calls.clear();
+                self.clear_calls();
             }
             Change::TurnEnd => {
                 self.open_turn = None;
                 self.open_step = None;
-                self.calls.clear();
+                self.clear_calls();
             }
             Change::StepStart(s) => {
                 self.open_step = Some(s);
                 self.last_step = s;
-                self.calls.clear();
+                self.clear_calls();
             }
             Change::StepEnd => {
                 self.open_step = None;
-                self.calls.clear();
+                self.clear_calls();
             }
             Change::Call(id) => {
-                self.calls.insert(id);
+                if !self.calls.contains(&id) {
+                    if let Some(j) = &mut self.journal {
+                        if j.before.is_none() {
+                            j.added.push(id.clone());
+                        }
+                    }
+                    self.calls.insert(id);
+                }
             }
         }
         Ok(())
@@ -518,6 +602,60 @@ mod tests {
             err.contains("has no prior tool/call \"call_00200000\" in step 1"),
             "{err}"
         );
+    }
+
+    /// A batch judged in place and taken back leaves the trace exactly as
+    /// it was, whether it only added calls (one already known among them)
+    /// or left the step and began another; a batch kept keeps its calls.
+    #[test]
+    fn a_batch_taken_back_leaves_the_trace_as_it_was() {
+        let call = |seq: u64, step: i64, id: &str| {
+            let data = format!(r#"{{"turn":1,"step":{step},"callId":"{id}"}}"#);
+            ev("tool/call", seq, &data)
+        };
+        let mut t = run(&[
+            ev("turn/start", 0, r#"{"turn":1}"#),
+            ev("step/start", 1, r#"{"turn":1,"step":1}"#),
+            call(2, 1, "a"),
+            call(3, 1, "b"),
+        ])
+        .unwrap();
+        let before = t.clone();
+        let batches = [
+            vec![call(4, 1, "c"), call(5, 1, "a"), call(6, 1, "d")],
+            vec![
+                call(4, 1, "c"),
+                ev("step/end", 5, r#"{"turn":1,"step":1}"#),
+                ev("step/start", 6, r#"{"turn":1,"step":2}"#),
+                call(7, 2, "a"),
+                call(8, 2, "e"),
+            ],
+        ];
+        for batch in &batches {
+            let mark = t.begin_batch();
+            for e in batch {
+                t.check(e).unwrap();
+            }
+            t.undo_batch(mark);
+            assert_eq!(t, before);
+            // followed (`advance`) rather than judged: the same
+            let mark = t.begin_batch();
+            for e in batch {
+                t.advance(e);
+            }
+            t.undo_batch(mark);
+            assert_eq!(t, before);
+        }
+        let mark = t.begin_batch();
+        for e in &batches[1] {
+            t.check(e).unwrap();
+        }
+        t.end_batch(mark);
+        let mut kept: Vec<&String> = t.calls.iter().collect();
+        kept.sort();
+        assert_eq!(kept, ["a", "e"]);
+        assert_eq!((t.open_step(), t.last_seq), (Some(2), Some(8)));
+        assert_eq!(t.journal, None);
     }
 
     #[test]

@@ -125,6 +125,7 @@ impl LogState {
             open_step: (flags & 4 != 0).then_some(open_step),
             last_step,
             calls,
+            journal: None,
         };
         if !reachable(&trace, len) {
             return None;

@@ -483,15 +483,16 @@ impl LogState {
                 ));
             }
         }
-        // The surface (which grows with the log) is judged in place and the
-        // changes taken back on failure; the trace (the open step's state,
-        // small) runs on a copy.
-        let mut trace = self.trace.clone();
+        // The surface and the trace are judged in place and their changes
+        // taken back on failure (a copy per batch would cost what they
+        // hold: the surface grows with the log, the open step's calls with
+        // the step).
+        let mark = self.trace.begin_batch();
         let mut undo = Vec::new();
         for (k, (e, orig)) in converted.iter().zip(batch).enumerate() {
             match session_rules_undoable(
                 &mut self.surface,
-                strict.then_some(&mut trace),
+                strict.then_some(&mut self.trace),
                 self.len + k,
                 e,
             ) {
@@ -500,6 +501,7 @@ impl LogState {
                     while let Some(u) = undo.pop() {
                         self.surface.undo(u);
                     }
+                    self.trace.undo_batch(mark);
                     return Err(refuse(orig, &m));
                 }
             }
@@ -507,10 +509,10 @@ impl LogState {
                 // Followed, not judged: the state stays the fold of the log
                 // (`LogState::fold`), which the append checkpoint keeps and
                 // a store opened strict later continues.
-                trace.advance(e);
+                self.trace.advance(e);
             }
         }
-        self.trace = trace;
+        self.trace.end_batch(mark);
         self.len += batch.len();
         Ok(converted)
     }
@@ -620,6 +622,51 @@ mod tests {
             .unwrap();
         assert_eq!(st.surface.seqs().collect::<Vec<_>>(), vec![2]);
         assert_eq!(st.len, 3);
+    }
+
+    /// The trace is judged in place too: a refused batch that added calls,
+    /// left the step and began another takes it all back, strict or not.
+    #[test]
+    fn a_refused_batch_leaves_the_trace_unchanged() {
+        let v = vocab();
+        let e = |seq: u64, ty: &str, data: &str| {
+            ev(&format!(
+                r#"{{"type":"{ty}","seq":{seq},"time":0,"data":{data}}}"#
+            ))
+        };
+        let call = |seq: u64, step: i64, id: &str| {
+            e(
+                seq,
+                "tool/call",
+                &format!(r#"{{"turn":1,"step":{step},"callId":"{id}"}}"#),
+            )
+        };
+        for strict in [true, false] {
+            let mut st = LogState::new();
+            let log = [
+                e(0, "turn/start", r#"{"turn":1}"#),
+                e(1, "step/start", r#"{"turn":1,"step":1}"#),
+                call(2, 1, "a"),
+            ];
+            st.check_append("s", &v, strict, true, &log).unwrap();
+            let before = st.clone();
+            let batch = [
+                call(3, 1, "b"),
+                e(4, "step/end", r#"{"turn":1,"step":1}"#),
+                e(5, "step/start", r#"{"turn":1,"step":2}"#),
+                call(6, 2, "c"),
+                user_at(
+                    7,
+                    r#""surfaceOp":{"op":"replace","start":9,"end":9},"sourceEventSeqs":[9]"#,
+                ),
+            ];
+            let err = st.check_append("s", &v, strict, true, &batch).unwrap_err();
+            assert!(err.to_string().contains("at seq 7"), "{err}");
+            assert_eq!(st, before, "strict: {strict}");
+            st.check_append("s", &v, strict, true, &batch[..4]).unwrap();
+            assert_eq!((st.trace.open_step(), st.len), (Some(2), 7));
+            assert!(st.trace.calls.contains("c") && !st.trace.calls.contains("a"));
+        }
     }
 
     #[test]
