@@ -979,3 +979,58 @@ fn a_live_session_counts_its_written_batches_as_a_read_does() {
         same_events(&store.load("stream").unwrap().events, &acknowledged, kind);
     }
 }
+
+/// A tool/result replaced by one of as many keys (75 000 in its message
+/// and as many in its result block, 1.7 MiB a record): a replacement may
+/// change only the result's content, and checking that searched one object
+/// for every key of the other (minutes per replacement, on every append
+/// and load of the log). Now an append and a load judge it at once, on
+/// every backend; a replacement that changes one of those keys is still
+/// refused, and nothing of it is written.
+#[test]
+fn a_replacement_of_many_keys_is_compared_at_once() {
+    let dir = TempDir::new("many-key-replace");
+    let schema = support::pg::url("a_replacement_of_many_keys_is_compared_at_once")
+        .map(|u| support::pg::Schema::new(&u, "manykeys"));
+    let keys = |p: &str| -> String { (0..75_000).map(|i| format!(r#","{p}{i}":0"#)).collect() };
+    let (block_keys, message_keys) = (keys("b"), keys("m"));
+    let message = |text: &str, last: u32| {
+        format!(
+            r#"{{"source":{{"kind":"tool","callId":"c"}},"content":[{{"type":"tool-result","toolCallId":"c","content":[{{"type":"text","text":"{text}"}}]{block_keys}}}],"role":"user","id":"r"{message_keys},"last":{last}}}"#
+        )
+    };
+    let result = |seq: u64, text: &str, last: u32, op: &str| {
+        format!(
+            r#"{{"type":"tool/result","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"message":{}}}{op}}}"#,
+            message(text, last)
+        )
+    };
+    let replace = |of: u64| {
+        format!(
+            r#","sourceEventSeqs":[{of}],"surfaceOp":{{"op":"replace","start":{of},"end":{of}}}"#
+        )
+    };
+    let log = format!(
+        r#"[{{"type":"turn/start","seq":0,"time":1,"data":{{"turn":1}}}},{{"type":"step/start","seq":1,"time":1,"data":{{"turn":1,"step":1}}}},{{"type":"tool/call","seq":2,"time":1,"data":{{"turn":1,"step":1,"callId":"c","name":"f","arguments":"{{}}"}}}},{},{},{{"type":"step/end","seq":5,"time":1,"data":{{"turn":1,"step":1}}}},{{"type":"turn/end","seq":6,"time":1,"data":{{"turn":1,"reason":{{"kind":"completed"}}}}}}]"#,
+        result(3, "x", 0, r#","surfaceOp":"append""#),
+        result(4, "y", 0, &replace(3)),
+    );
+    let changed = format!("[{}]", result(7, "z", 1, &replace(4)));
+    for (kind, config) in limit_stores(dir.path(), schema.as_ref()) {
+        let store = Store::open_json(&config).unwrap();
+        store.create(SessionHeader::new("mk", 1)).unwrap();
+        store.append_json("mk", &log).unwrap();
+        let e = store.append_json("mk", &changed).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{kind}: {e}");
+        assert!(
+            e.to_string()
+                .contains("may change only the result content of the tool/result at seq 4"),
+            "{kind}: {e}"
+        );
+        drop(store);
+        let store = Store::open_json(&config).unwrap();
+        let events = store.load("mk").unwrap().events;
+        assert_eq!(events.len(), 7, "{kind}");
+        assert!(events[4].data.as_str().contains(r#""text":"y""#), "{kind}");
+    }
+}

@@ -5,7 +5,10 @@
 //! The rules run on every load of logs with 100k+ events, so they read only
 //! the fields they need straight from the stored text.
 
-use super::json::{self, JsonError, Kind, Scanner};
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use super::json::{self, JsonError, JsonStr, Kind, Scanner};
 
 /// Sentinel used to stop a [`Scanner::object`] walk early.
 const STOP: &str = "\u{0}stop";
@@ -68,6 +71,19 @@ pub fn is_empty_array(raw: &str) -> bool {
     t.starts_with('[') && t[1..].trim_start().starts_with(']')
 }
 
+/// Each key's first value among an object's `fields` ([`json::object_fields`]),
+/// by decoded key: what `fields.iter().find(|(k, _)| k.eq_str(key))`
+/// finds, by hash, so comparing two objects of many keys is not a search of
+/// one object per key of the other (a stored object of 40 000 keys cost
+/// seconds).
+pub fn first_values<'a>(fields: &[(JsonStr<'a>, &'a str)]) -> HashMap<Cow<'a, str>, &'a str> {
+    let mut out = HashMap::with_capacity(fields.len());
+    for (k, v) in fields {
+        out.entry(k.decode()).or_insert(*v);
+    }
+    out
+}
+
 /// Structural equality of two JSON value texts, as a deep equality over
 /// parsed values would decide: object key order is ignored, strings compare
 /// decoded, numbers compare by value.
@@ -85,10 +101,10 @@ pub fn json_equal(a: &str, b: &str) -> bool {
                     if fa.len() != fb.len() {
                         return false;
                     }
+                    let fb = first_values(&fb);
                     for (k, va) in &fa {
-                        let k = k.decode();
-                        match fb.iter().find(|(kb, _)| kb.eq_str(&k)) {
-                            Some((_, vb)) => work.push((va, vb)),
+                        match fb.get(k.decode().as_ref()) {
+                            Some(vb) => work.push((va, vb)),
                             None => return false,
                         }
                     }

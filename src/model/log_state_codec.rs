@@ -57,10 +57,10 @@ impl LogState {
     /// The number of surface nodes and the bytes of their data text (what
     /// the state holds that grows with the log).
     pub fn surface_size(&self) -> (usize, usize) {
-        let nodes = &self.surface.nodes;
+        let nodes = self.surface.nodes();
         (
             nodes.len(),
-            nodes.iter().map(|n| n.data.as_str().len()).sum(),
+            self.surface.nodes().map(|n| n.data.as_str().len()).sum(),
         )
     }
 
@@ -88,7 +88,7 @@ impl LogState {
         for c in calls {
             put_str(out, c);
         }
-        let nodes = &self.surface.nodes;
+        let nodes = self.surface.nodes();
         put_u64(out, nodes.len() as u64);
         for n in nodes {
             put_u64(out, n.seq);
@@ -139,8 +139,13 @@ impl LogState {
             let data = JsonText::from_trusted(inp.str()?);
             nodes.push(Node { seq, kind, data });
         }
+        let surface = SurfaceState::of_nodes(nodes);
+        // A seq names one current node.
+        if surface.place_of_len() != n_nodes {
+            return None;
+        }
         Some(LogState {
-            surface: SurfaceState { nodes },
+            surface,
             trace,
             len,
         })
