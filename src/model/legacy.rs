@@ -8,6 +8,8 @@
 //! new keys are appended. The upstream dumps sort keys, so where the
 //! original's order is unknowable this is the choice made.
 
+use std::cell::Cell;
+
 use super::event::{Event, EventType};
 use super::fields::{self, push_key};
 use super::json::{self, JsonText, Kind};
@@ -23,12 +25,13 @@ use crate::error::{Error, Result};
 /// (`session "<id>" contains malformed pre-react-loop turn/start at seq N`,
 /// likewise `turn/end` and `steering/message`), as the original does.
 pub fn convert_legacy(session_id: &str, events: &mut [Event]) -> Result<()> {
+    let earlier = EarlierEvents::default();
     for i in 0..events.len() {
         if !needs_conversion_check(events[i].type_str()) {
             continue;
         }
         let (head, rest) = events.split_at_mut(i);
-        let lookup = |seq: u64| inherited_message_id(head, seq);
+        let lookup = |seq: u64| earlier.message_id(head, seq);
         convert_event(session_id, &lookup, &mut rest[0]).map_err(Error::corruption)?;
     }
     Ok(())
@@ -48,14 +51,51 @@ pub fn needs_conversion_check(type_name: &str) -> bool {
     )
 }
 
-/// The raw message id of the last event before `head`'s end with `seq`
-/// (what a `tool/result` replacement inherits, looked up among the events
-/// of the log before it).
-pub fn inherited_message_id(head: &[Event], seq: u64) -> Option<String> {
-    head.iter()
-        .rev()
-        .find(|e| e.seq == seq)
-        .and_then(|e| message_id_of(e.type_str(), e.data.as_str()))
+/// Finds earlier events of a log by seq, for a pass over the log in place
+/// (`head`: the events before the one judged, a prefix that only grows from
+/// one lookup to the next). A `tool/result` replacement asks for the event
+/// at its `surfaceOp.start` (the id it inherits); a search back from each
+/// replacement cost the log's length per replacement, so a session pruning
+/// its old results one by one loaded in time growing as its square. Seqs
+/// strictly ascend in a log: the event is found by a binary search, the
+/// order checked once per event as `head` grows. A head out of order (no
+/// read passes one) is searched back from its end, as before: the last
+/// event with the seq.
+#[derive(Debug, Default)]
+pub struct EarlierEvents {
+    /// How many leading events of `head` were checked for order.
+    checked: Cell<usize>,
+    /// Whether a checked event did not come after the one before it.
+    out_of_order: Cell<bool>,
+}
+
+impl EarlierEvents {
+    /// The last event of `head` with `seq`.
+    pub fn find<'e>(&self, head: &'e [Event], seq: u64) -> Option<&'e Event> {
+        if !self.out_of_order.get() {
+            let checked = self.checked.get();
+            // Another head than the one before: checked from its start.
+            let from = if checked > head.len() { 0 } else { checked };
+            let ascending = head[from.saturating_sub(1)..]
+                .windows(2)
+                .all(|w| w[0].seq < w[1].seq);
+            self.out_of_order.set(!ascending);
+            self.checked.set(head.len());
+        }
+        if self.out_of_order.get() {
+            return head.iter().rev().find(|e| e.seq == seq);
+        }
+        head.binary_search_by_key(&seq, |e| e.seq)
+            .ok()
+            .map(|i| &head[i])
+    }
+
+    /// The raw message id of the last event of `head` with `seq` (what a
+    /// `tool/result` replacement of it inherits).
+    pub fn message_id(&self, head: &[Event], seq: u64) -> Option<String> {
+        self.find(head, seq)
+            .and_then(|e| message_id_of(e.type_str(), e.data.as_str()))
+    }
 }
 
 /// Whether the `data` text of an `assistant/chunk` may name a message
@@ -451,6 +491,52 @@ fn convert_tool_result(data: &str, id: Option<&str>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The event of a seq is found in a growing head as a search back from
+    /// its end finds it: the last one with the seq, also when the head is
+    /// out of order, or another head than the one before.
+    #[test]
+    fn earlier_events_are_found_as_a_search_back_finds_them() {
+        let at = |seq: u64, id: &str| {
+            Event::parse(&format!(
+                r#"{{"type":"user/message","seq":{seq},"time":0,"data":{{"id":"{id}"}}}}"#
+            ))
+            .unwrap()
+        };
+        let back = |head: &[Event], seq: u64| head.iter().rev().find(|e| e.seq == seq).cloned();
+        let log: Vec<Event> = [0, 1, 2, 5, 9, 10]
+            .iter()
+            .map(|&s| at(s, &format!("u{s}")))
+            .collect();
+        let earlier = EarlierEvents::default();
+        for n in 0..=log.len() {
+            for seq in 0..12 {
+                assert_eq!(
+                    earlier.find(&log[..n], seq).cloned(),
+                    back(&log[..n], seq),
+                    "{n} {seq}"
+                );
+            }
+        }
+        assert_eq!(earlier.message_id(&log, 5).as_deref(), Some(r#""u5""#));
+        // A seq again, then an older one: searched back, the last one wins.
+        let mut odd = log.clone();
+        odd.extend([at(5, "again"), at(3, "old")]);
+        for n in 0..=odd.len() {
+            for seq in 0..12 {
+                assert_eq!(
+                    earlier.find(&odd[..n], seq).cloned(),
+                    back(&odd[..n], seq),
+                    "{n} {seq}"
+                );
+            }
+        }
+        assert_eq!(earlier.message_id(&odd, 5).as_deref(), Some(r#""again""#));
+        // A fresh finder over the ascending log again takes the fast way.
+        let fresh = EarlierEvents::default();
+        assert_eq!(fresh.find(&log, 9).map(|e| e.seq), Some(9));
+        assert!(!fresh.out_of_order.get());
+    }
 
     fn ev(line: &str) -> Event {
         Event::parse(line).unwrap()

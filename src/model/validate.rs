@@ -25,7 +25,7 @@ use super::event::Event;
 use super::fields;
 use super::invariants::TurnTrace;
 use super::json::{self, JsonText, Kind};
-use super::legacy::{convert_event, message_id_of, needs_conversion_check};
+use super::legacy::{EarlierEvents, convert_event, message_id_of, needs_conversion_check};
 use super::repair::closers;
 use super::surface::{SurfaceState, SurfaceUndo};
 use super::vocabulary::Vocabulary;
@@ -50,12 +50,13 @@ pub fn read_from_view(
     // One pass (a load walks 100k+ events, 98% chunks that no rule
     // touches), with the original's precedence (see [`ReadRules`]).
     let mut rules = ReadRules::default();
+    let earlier = EarlierEvents::default();
     for i in 0..events.len() {
         if events[i].type_str() == CHUNK {
             continue;
         }
         let (head, rest) = events.split_at_mut(i);
-        let lookup = |seq: u64| super::legacy::inherited_message_id(head, seq);
+        let lookup = |seq: u64| earlier.message_id(head, seq);
         rules
             .event(session_id, vocab, &lookup, &mut rest[0])
             .map_err(Error::corruption)?;
@@ -451,13 +452,14 @@ impl LogState {
             }
         }
         let mut converted = batch.to_vec();
+        let earlier = EarlierEvents::default();
         for i in 0..converted.len() {
             if converted[i].type_str() == CHUNK {
                 continue;
             }
             let (head, rest) = converted.split_at_mut(i);
             let surface = &self.surface;
-            let lookup = |seq: u64| match head.iter().rev().find(|e| e.seq == seq) {
+            let lookup = |seq: u64| match earlier.find(head, seq) {
                 Some(e) => message_id_of(e.type_str(), e.data.as_str()),
                 None => surface
                     .node_at(seq)
