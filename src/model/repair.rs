@@ -6,6 +6,8 @@
 //! `turn, step, message, error`, message keys `id, role, source, content`,
 //! block keys `type, toolCallId, isError, content`.
 
+use std::collections::HashMap;
+
 use super::event::{Event, EventType, KeyOrder};
 use super::fields;
 use super::json::{self, JsonText, Kind};
@@ -28,6 +30,56 @@ struct Pending {
     call_seq: Option<u64>,
 }
 
+/// The pending calls of the open step, as the original's `Map` keyed by
+/// call id: in registration order, an id registered again keeping its place
+/// and taking the new entry, an id answered taken out (registered later, it
+/// goes last). Slots in order plus an index by id, so each registration,
+/// `tool/call` and `tool/result` costs a lookup: a list searched per event
+/// made an open turn of 40 000 calls cost 5 s of every load.
+#[derive(Default)]
+struct PendingCalls {
+    /// The calls by registration, `None` where one was answered.
+    slots: Vec<Option<Pending>>,
+    /// The slot of each pending call id.
+    slot_of: HashMap<String, usize>,
+}
+
+impl PendingCalls {
+    fn register(&mut self, p: Pending) {
+        match self.slot_of.get(&p.id) {
+            Some(&i) => self.slots[i] = Some(p),
+            None => {
+                self.slot_of.insert(p.id.clone(), self.slots.len());
+                self.slots.push(Some(p));
+            }
+        }
+    }
+
+    fn get_mut(&mut self, id: &str) -> Option<&mut Pending> {
+        let i = *self.slot_of.get(id)?;
+        self.slots[i].as_mut()
+    }
+
+    fn answer(&mut self, id: &str) {
+        if let Some(i) = self.slot_of.remove(id) {
+            self.slots[i] = None;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.slots.clear();
+        self.slot_of.clear();
+    }
+
+    fn len(&self) -> usize {
+        self.slot_of.len()
+    }
+
+    fn in_order(&self) -> impl Iterator<Item = &Pending> {
+        self.slots.iter().flatten()
+    }
+}
+
 /// The closers for `events` (SPEC §5): empty when the last turn is closed;
 /// otherwise one `tool/result` per pending call (registration order), a
 /// `step/end` if a step is open, and the `turn/end {kind:"interrupted"}`.
@@ -47,7 +99,7 @@ pub fn closers(events: &[Event]) -> Vec<Event> {
     }
     let turn = raw_field(&events[start], "turn");
     let mut step: Option<String> = None;
-    let mut pending: Vec<Pending> = Vec::new();
+    let mut pending = PendingCalls::default();
     for e in &events[start + 1..] {
         match e.type_str() {
             "assistant/chunk" => {}
@@ -59,7 +111,7 @@ pub fn closers(events: &[Event]) -> Vec<Event> {
             "assistant/message" => register_calls(e, &mut pending),
             "tool/call" => {
                 if let Some(id) = fields::string(fields::field(e.data.as_str(), "callId")) {
-                    if let Some(p) = pending.iter_mut().find(|p| p.id == id) {
+                    if let Some(p) = pending.get_mut(&id) {
                         p.call_seq = Some(e.seq);
                     }
                 }
@@ -69,7 +121,7 @@ pub fn closers(events: &[Event]) -> Vec<Event> {
                     .and_then(|m| fields::field(m, "source"))
                     .and_then(|s| fields::field(s, "callId"));
                 if let Some(id) = fields::string(call) {
-                    pending.retain(|p| p.id != id);
+                    pending.answer(&id);
                 }
             }
             _ => {}
@@ -79,7 +131,7 @@ pub fn closers(events: &[Event]) -> Vec<Event> {
     let time = last.time;
     let mut seq = last.seq + 1;
     let mut out = Vec::with_capacity(pending.len() + 2);
-    for p in &pending {
+    for p in pending.in_order() {
         out.push(tool_result_closer(seq, time, &turn, p));
         seq += 1;
     }
@@ -100,7 +152,7 @@ fn raw_field(e: &Event, key: &str) -> String {
 }
 
 /// Registers the `tool-call` blocks of an assistant message.
-fn register_calls(e: &Event, pending: &mut Vec<Pending>) {
+fn register_calls(e: &Event, pending: &mut PendingCalls) {
     let Some(content) =
         fields::field(e.data.as_str(), "message").and_then(|m| fields::field(m, "content"))
     else {
@@ -125,13 +177,8 @@ fn register_calls(e: &Event, pending: &mut Vec<Pending>) {
                 step,
                 call_seq: None,
             };
-            // Pending calls are a map keyed by call id in the original: an id
-            // seen again keeps its place and takes the new entry
-            // (DIFFERENCES A.1 #1).
-            match pending.iter_mut().find(|q| q.id == p.id) {
-                Some(q) => *q = p,
-                None => pending.push(p),
-            }
+            // DIFFERENCES A.1 #1: an id seen again keeps its place.
+            pending.register(p);
         }
     }
 }
@@ -287,6 +334,63 @@ mod tests {
             l[3],
             r#"{"type":"turn/end","seq":9,"time":9,"data":{"turn":1,"reason":{"kind":"interrupted"}}}"#
         );
+    }
+
+    /// An open turn of 100 000 calls, registered in one message: each
+    /// registration, `tool/call` and `tool/result` is a lookup (a list
+    /// searched per event once made this minutes long). Answered calls get
+    /// no closer; an id registered again keeps its place, one answered and
+    /// registered again goes last; the closers follow registration order.
+    #[test]
+    fn an_open_turn_of_many_calls_is_closed_in_registration_order() {
+        const N: usize = 100_000;
+        let blocks: Vec<String> = (0..N)
+            .map(|i| format!(r#"{{"type":"tool-call","id":"c{i}","name":"n"}}"#))
+            .collect();
+        let message = |seq: usize, blocks: &str| {
+            ev(&format!(
+                r#"{{"type":"assistant/message","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"message":{{"content":[{blocks}]}}}},"surfaceOp":"append"}}"#
+            ))
+        };
+        let mut log = vec![
+            ev(r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#),
+            ev(r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#),
+            message(2, &blocks.join(",")),
+        ];
+        // every call started, the even ones answered, last first
+        for i in 0..N {
+            log.push(ev(&format!(
+                r#"{{"type":"tool/call","seq":{},"time":1,"data":{{"turn":1,"step":1,"callId":"c{i}"}}}}"#,
+                log.len()
+            )));
+        }
+        for i in (0..N).step_by(2).rev() {
+            log.push(ev(&format!(
+                r#"{{"type":"tool/result","seq":{},"time":1,"data":{{"turn":1,"step":1,"message":{{"source":{{"kind":"tool","callId":"c{i}"}}}}}},"surfaceOp":"append"}}"#,
+                log.len()
+            )));
+        }
+        // c1 again (keeps its place, not started now), c0 again (answered
+        // before: goes last)
+        log.push(message(log.len(), &format!("{},{}", blocks[1], blocks[0])));
+        let c = closers(&log);
+        assert_eq!(c.len(), N / 2 + 1 + 2);
+        let ids: Vec<String> = c[..N / 2 + 1]
+            .iter()
+            .map(|e| {
+                let m = fields::field(e.data.as_str(), "message").unwrap();
+                let s = fields::field(m, "source").unwrap();
+                fields::string(fields::field(s, "callId")).unwrap()
+            })
+            .collect();
+        let mut want: Vec<String> = (1..N).step_by(2).map(|i| format!("c{i}")).collect();
+        want.push("c0".into());
+        assert_eq!(ids, want);
+        let l0 = c[0].to_json();
+        assert!(l0.contains("TOOL_NOT_STARTED"), "{l0}");
+        let l1 = c[1].to_json();
+        assert!(l1.contains("TOOL_OUTCOME_UNKNOWN"), "{l1}");
+        assert!(c[N / 2].to_json().contains("TOOL_NOT_STARTED"));
     }
 
     #[test]
