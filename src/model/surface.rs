@@ -294,7 +294,9 @@ impl SurfaceState {
         place
     }
 
-    /// Applies one event's surface marker (SPEC §1.5).
+    /// Checks `event` against every surface rule (SPEC §1.5) and, when it
+    /// passes, applies it. On error the state is unchanged; the message is
+    /// the bare rule text (callers add context such as the event index).
     pub fn apply(&mut self, event: &Event) -> Result<(), String> {
         self.apply_undoable(event).map(drop)
     }
