@@ -3,7 +3,9 @@
 mod plan_fake;
 
 use dsh_persist::ErrorKind;
-use dsh_persist::plan::{PlanModeConfig, PlanSession, fold_plan_mode, plan_mode_at_last_header};
+use dsh_persist::plan::{
+    PlanFold, PlanModeConfig, PlanSession, fold_plan_mode, plan_mode_at_last_header,
+};
 use plan_fake::FakeSession;
 
 #[test]
@@ -48,6 +50,47 @@ fn state_at_last_header_includes_everything_before_it() {
     assert_eq!(plan_mode_at_last_header(&s.snapshot()), Some(true));
     s.header();
     assert_eq!(plan_mode_at_last_header(&s.snapshot()), Some(false));
+}
+
+/// The fold followed event by event (as a live session keeps it) gives
+/// what the whole-log folds give, at every point of a log: plan/mode on
+/// and off, an `active` that is not `true`, headers before and between.
+#[test]
+fn the_fold_followed_event_by_event_is_the_fold_of_the_log() {
+    let s = FakeSession::new("s");
+    s.open_turn();
+    s.plan_mode(true);
+    s.plan_mode(false);
+    s.header();
+    s.plan_mode(true);
+    s.header();
+    s.push("plan/mode", r#"{"active":"true"}"#);
+    s.push("plan/mode", r#"{"active":true,"extra":1}"#);
+    s.plan_mode(false);
+    s.header();
+    s.push("plan/mode", "{}");
+    s.close_turn();
+    s.plan_mode(true);
+    let events = s.snapshot();
+    let mut followed = PlanFold::default();
+    let mut seen = std::collections::BTreeSet::new();
+    for end in 0..=events.len() {
+        let prefix = &events[..end];
+        assert_eq!(followed, PlanFold::of(prefix), "{end}");
+        assert_eq!(followed.active(), fold_plan_mode(prefix, None), "{end}");
+        assert_eq!(
+            followed.at_last_header(),
+            plan_mode_at_last_header(prefix),
+            "{end}"
+        );
+        seen.insert((followed.active(), followed.at_last_header()));
+        if let Some(e) = events.get(end) {
+            followed.push(e);
+        }
+    }
+    // every state was reached on the way
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    assert_eq!(s.plan_fold(), PlanFold::of(&events));
 }
 
 fn config_error(text: &str) -> String {

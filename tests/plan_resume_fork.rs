@@ -4,8 +4,9 @@
 mod support;
 
 use dsh_persist::model::header::SessionHeader;
-use dsh_persist::plan::{PlanMode, PlanModeConfig, SetOutcome};
-use dsh_persist::store::{AppendOptions, Store, StoreConfig};
+use dsh_persist::plan::{PlanFold, PlanMode, PlanModeConfig, SetOutcome};
+use dsh_persist::store::view::has_open_turn;
+use dsh_persist::store::{AppendOptions, LiveSession, Store, StoreConfig};
 use support::TempDir;
 use support::conv::complete_turn;
 
@@ -13,6 +14,17 @@ fn header(id: &str) -> SessionHeader {
     let mut h = SessionHeader::new(id, 1_785_000_000_000);
     h.cwd = Some("/p".into());
     h
+}
+
+/// The plan state and open turn a live session keeps as its log grows are
+/// the folds of its log (what plan mode reads instead of copying the log
+/// per call).
+fn kept_fold(live: &LiveSession) -> PlanFold {
+    let kept = live.plan_fold();
+    let log = live.snapshot();
+    assert_eq!(kept, PlanFold::of(&log), "{}", live.id());
+    assert_eq!(live.has_open_turn(), has_open_turn(&log), "{}", live.id());
+    kept
 }
 
 fn check(store_config: StoreConfig) {
@@ -26,6 +38,7 @@ fn check(store_config: StoreConfig) {
     );
     assert!(plan.get(&live).active);
     assert_eq!(plan.section(&live), "Plan first.");
+    assert!(kept_fold(&live).active());
     live.close().unwrap();
     plan.forget("planned");
     store.close().unwrap();
@@ -39,6 +52,8 @@ fn check(store_config: StoreConfig) {
         "resume folds plan/mode from the log"
     );
     assert_eq!(plan.section(&resumed), "Plan first.");
+    assert!(kept_fold(&resumed).active());
+    assert!(!resumed.has_open_turn());
     let n = resumed.len() as i64;
     resumed
         .append("turn/start", r#"{"turn":2}"#, &AppendOptions::default())
@@ -49,6 +64,8 @@ fn check(store_config: StoreConfig) {
         SetOutcome::Queued
     );
     resumed.flush().unwrap();
+    assert!(kept_fold(&resumed).active());
+    assert!(resumed.has_open_turn());
 
     // A fork at the end of turn 1 inherits the stored plan state, not the
     // parent's pending selection.
@@ -57,6 +74,16 @@ fn check(store_config: StoreConfig) {
         .unwrap();
     assert!(plan.get(&child).active);
     assert_eq!(plan.get(&child).pending, None);
+    assert!(kept_fold(&child).active());
+    child
+        .append(
+            "plan/mode",
+            r#"{"active":false}"#,
+            &AppendOptions::default(),
+        )
+        .unwrap();
+    assert!(!kept_fold(&child).active());
+    assert!(!plan.get(&child).active);
     child.close().unwrap();
     resumed.close().unwrap();
     store.close().unwrap();

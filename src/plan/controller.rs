@@ -10,7 +10,6 @@ use crate::error::Result;
 use crate::model::json::JsonText;
 
 use super::config::PlanModeConfig;
-use super::fold::fold_plan_mode;
 use super::narration::Narration;
 use super::session::PlanSession;
 
@@ -213,7 +212,7 @@ impl PlanMode {
     pub fn get(&self, session: &dyn PlanSession) -> PlanState {
         let pending = self.pending(&session.session_id());
         PlanState {
-            active: fold_plan_mode(&session.snapshot(), None),
+            active: session.plan_fold().active(),
             pending: pending.map(|p| p.active),
         }
     }
@@ -242,8 +241,8 @@ impl PlanMode {
     ) -> Result<(SetResult, bool)> {
         let id = session.session_id();
         self.with_slot(&id, |pending| {
-            let events = session.snapshot();
-            let folded = fold_plan_mode(&events, None);
+            let fold = session.plan_fold();
+            let folded = fold.active();
             let target = pending.map_or(folded, |p| p.active);
             let done = |outcome| SetResult {
                 outcome,
@@ -272,7 +271,7 @@ impl PlanMode {
             *pending = None;
             let result = SetResult {
                 outcome: SetOutcome::Committed,
-                narration: Narration::for_switch(&events, active),
+                narration: Narration::due(fold.at_last_header(), active),
             };
             Ok((result, folded))
         })
@@ -296,9 +295,9 @@ impl PlanMode {
                     narration: None,
                 });
             };
-            let events = session.snapshot();
-            let narration = Narration::for_switch(&events, selection.active);
-            let appended = selection.active != fold_plan_mode(&events, None);
+            let fold = session.plan_fold();
+            let narration = Narration::due(fold.at_last_header(), selection.active);
+            let appended = selection.active != fold.active();
             if appended {
                 session.append_event("plan/mode", plan_mode_data(selection.active))?;
             }
@@ -320,7 +319,7 @@ impl PlanMode {
     pub fn section(&self, session: &dyn PlanSession) -> &str {
         let active = match self.pending(&session.session_id()) {
             Some(p) => p.active,
-            None => fold_plan_mode(&session.snapshot(), None),
+            None => session.plan_fold().active(),
         };
         if active { &self.config.section } else { "" }
     }

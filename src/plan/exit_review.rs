@@ -7,7 +7,6 @@ use crate::error::{Error, Result};
 use crate::model::json;
 
 use super::controller::{Pending, PlanMode};
-use super::fold::fold_plan_mode;
 use super::js_text::{is_js_whitespace, js_trim};
 use super::session::PlanSession;
 
@@ -227,7 +226,7 @@ impl PlanMode {
     /// state) and unless the trimmed plan starts with a `# heading`; else the
     /// review question to show the user.
     pub fn exit_check(&self, session: &dyn PlanSession, plan: &str) -> ExitCheck {
-        if !fold_plan_mode(&session.snapshot(), None) {
+        if !session.plan_fold().active() {
             return ExitCheck::Refused(NOT_IN_PLAN_MODE);
         }
         if !starts_with_heading(plan) {

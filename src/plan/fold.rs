@@ -24,3 +24,44 @@ pub fn plan_mode_at_last_header(events: &[Event]) -> Option<bool> {
         .rposition(|e| e.event_type() == "request/header")?;
     Some(fold_plan_mode(events, Some(last + 1)))
 }
+
+/// The plan state of a log followed event by event: what
+/// [`fold_plan_mode`] and [`plan_mode_at_last_header`] give over the whole
+/// log, kept up to date by a live session as its log grows, so plan mode
+/// answers each call without a copy or a scan of the log (a million-event
+/// session once cost 87 ms per `section` or `get`: every step's prompt).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PlanFold {
+    active: bool,
+    at_last_header: Option<bool>,
+}
+
+impl PlanFold {
+    /// The fold of `events`.
+    pub fn of(events: &[Event]) -> PlanFold {
+        let mut fold = PlanFold::default();
+        for e in events {
+            fold.push(e);
+        }
+        fold
+    }
+
+    /// Follows the next event of the log.
+    pub fn push(&mut self, e: &Event) {
+        match e.type_str() {
+            "plan/mode" => self.active = e.data_field("active").is_some_and(json::is_true),
+            "request/header" => self.at_last_header = Some(self.active),
+            _ => {}
+        }
+    }
+
+    /// [`fold_plan_mode`] of the log followed.
+    pub fn active(&self) -> bool {
+        self.active
+    }
+
+    /// [`plan_mode_at_last_header`] of the log followed.
+    pub fn at_last_header(&self) -> Option<bool> {
+        self.at_last_header
+    }
+}

@@ -5,6 +5,7 @@ use crate::model::event::Event;
 use crate::model::json::JsonText;
 use crate::store::{AppendOptions, LiveSession};
 
+use super::fold::PlanFold;
 use super::session::PlanSession;
 
 /// Plan mode reads the live log and appends `plan/mode` through the live
@@ -24,5 +25,9 @@ impl PlanSession for LiveSession {
 
     fn append_event(&self, event_type: &str, data: JsonText) -> Result<u64> {
         self.append_data(event_type, data, &AppendOptions::default())
+    }
+
+    fn plan_fold(&self) -> PlanFold {
+        LiveSession::plan_fold(self)
     }
 }

@@ -57,7 +57,7 @@ pub use exit_review::{
     KEEP_PLANNING_FEEDBACK_PREFIX, KEEP_PLANNING_LABEL, NEEDS_HEADING, NOT_IN_PLAN_MODE,
     PlanReview, REVIEW_ID, ReviewAnswer,
 };
-pub use fold::{fold_plan_mode, plan_mode_at_last_header};
+pub use fold::{PlanFold, fold_plan_mode, plan_mode_at_last_header};
 pub use narration::{Narration, PLAN_OFF_NOTICE, PLAN_ON_NOTICE};
 pub use projection::{PlanProjection, PlanView, project, project_json};
 pub use session::PlanSession;

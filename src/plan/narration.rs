@@ -38,8 +38,13 @@ impl Narration {
     /// `target`. Otherwise `None` (the model already sees that state, or has
     /// never been told any state).
     pub fn for_switch(events: &[Event], target: bool) -> Option<Narration> {
-        let told = plan_mode_at_last_header(events)?;
-        (told != target).then(|| Narration::new(target))
+        Narration::due(plan_mode_at_last_header(events), target)
+    }
+
+    /// [`Narration::for_switch`] given the plan state at the log's last
+    /// `request/header` (`told`, `None` without one).
+    pub fn due(told: Option<bool>, target: bool) -> Option<Narration> {
+        (told? != target).then(|| Narration::new(target))
     }
 
     /// A narration for entering (`true`) or leaving (`false`) plan mode, with

@@ -4,6 +4,8 @@ use crate::error::Result;
 use crate::model::event::Event;
 use crate::model::json::JsonText;
 
+use super::fold::PlanFold;
+
 /// What plan mode needs from a live session. The store's live session
 /// implements it; tests use an in-memory fake.
 ///
@@ -27,4 +29,11 @@ pub trait PlanSession: Send + Sync {
     /// and returns its seq. An error leaves the log unchanged; the controller
     /// then keeps its pending selection so a later step can retry.
     fn append_event(&self, event_type: &str, data: JsonText) -> Result<u64>;
+
+    /// The plan state folded from the committed events (what plan mode
+    /// reads on every call). By default from a [`PlanSession::snapshot`];
+    /// the store's live session keeps it as its log grows, with no copy.
+    fn plan_fold(&self) -> PlanFold {
+        PlanFold::of(&self.snapshot())
+    }
 }

@@ -28,6 +28,7 @@ use crate::model::json::{self, JsonText};
 use crate::model::surface::derive_messages;
 use crate::model::validate::{LogState, check_lossless};
 use crate::model::vocabulary;
+use crate::plan::PlanFold;
 
 /// Surface options of one append (SPEC §6.1 `append(type, data, options)`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -92,6 +93,11 @@ struct LiveLog {
     events: Vec<Event>,
     /// The rules' fold over `events` (SPEC 1.8/1.9, the same a load runs).
     rules: LogState,
+    /// The plan state folded from `events` (SPEC §7).
+    plan: PlanFold,
+    /// Whether the last turn boundary of `events` is a `turn/start`
+    /// ([`has_open_turn`], kept as the log grows: asked per step).
+    turn_open: bool,
 }
 
 /// A live session's log size count (`maxLogBytes`,
@@ -239,11 +245,18 @@ impl LiveSession {
         let mut events = history;
         events.extend(seed.iter().cloned());
         let rules = LogState::fold(&events);
+        let plan = PlanFold::of(&events);
+        let turn_open = has_open_turn(&events);
         let session = LiveSession {
             inner: Arc::new(LiveInner {
                 shared,
                 header,
-                log: RwLock::new(LiveLog { events, rules }),
+                log: RwLock::new(LiveLog {
+                    events,
+                    rules,
+                    plan,
+                    turn_open,
+                }),
                 ctrl,
                 closing: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
@@ -370,6 +383,12 @@ impl LiveSession {
             self.inner.count.lock().pending += bound;
             Ok([event.clone()])
         })?;
+        log.plan.push(&event);
+        match event.type_str() {
+            "turn/start" => log.turn_open = true,
+            "turn/end" => log.turn_open = false,
+            _ => {}
+        }
         log.events.push(event);
         Ok(seq)
     }
@@ -417,7 +436,13 @@ impl LiveSession {
 
     /// Whether the last turn is open.
     pub fn has_open_turn(&self) -> bool {
-        has_open_turn(&self.inner.log.read().events)
+        self.inner.log.read().turn_open
+    }
+
+    /// The plan state folded from the committed events (SPEC §7), kept as
+    /// the log grows: no copy or scan of the log.
+    pub fn plan_fold(&self) -> PlanFold {
+        self.inner.log.read().plan
     }
 
     /// The model-visible transcript (SPEC §1.5 `derive_messages`).
