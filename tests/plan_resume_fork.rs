@@ -4,6 +4,7 @@
 mod support;
 
 use dsh_persist::model::header::SessionHeader;
+use dsh_persist::model::surface::derive_messages;
 use dsh_persist::plan::{PlanFold, PlanMode, PlanModeConfig, SetOutcome};
 use dsh_persist::store::view::has_open_turn;
 use dsh_persist::store::{AppendOptions, LiveSession, Store, StoreConfig};
@@ -24,6 +25,7 @@ fn kept_fold(live: &LiveSession) -> PlanFold {
     let log = live.snapshot();
     assert_eq!(kept, PlanFold::of(&log), "{}", live.id());
     assert_eq!(live.has_open_turn(), has_open_turn(&log), "{}", live.id());
+    assert_eq!(live.messages(), derive_messages(&log), "{}", live.id());
     kept
 }
 

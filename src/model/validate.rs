@@ -408,6 +408,12 @@ impl LogState {
         st
     }
 
+    /// The model-visible transcript of the folded log: what
+    /// [`super::surface::derive_messages`] gives for its events.
+    pub fn messages(&self) -> Vec<JsonText> {
+        self.surface.messages()
+    }
+
     /// How many events the folded log holds.
     pub fn event_count(&self) -> usize {
         self.len

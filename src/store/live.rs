@@ -25,7 +25,6 @@ use crate::error::{Error, Result};
 use crate::model::event::{Event, EventType};
 use crate::model::header::SessionHeader;
 use crate::model::json::{self, JsonText};
-use crate::model::surface::derive_messages;
 use crate::model::validate::{LogState, check_lossless};
 use crate::model::vocabulary;
 use crate::plan::PlanFold;
@@ -445,9 +444,11 @@ impl LiveSession {
         self.inner.log.read().plan
     }
 
-    /// The model-visible transcript (SPEC §1.5 `derive_messages`).
+    /// The model-visible transcript (SPEC §1.5 `derive_messages`), from the
+    /// surface the rules keep as the log grows (the same fold, without a
+    /// pass over every event: asked per request).
     pub fn messages(&self) -> Vec<JsonText> {
-        derive_messages(&self.inner.log.read().events)
+        self.inner.log.read().rules.messages()
     }
 
     /// The unresolved background write error, if any.
