@@ -9,7 +9,7 @@ use dsh_persist::plan::{PlanFold, PlanMode, PlanModeConfig, SetOutcome};
 use dsh_persist::store::view::has_open_turn;
 use dsh_persist::store::{AppendOptions, LiveSession, Store, StoreConfig};
 use support::TempDir;
-use support::conv::complete_turn;
+use support::conv::{complete_turn, user_message};
 
 fn header(id: &str) -> SessionHeader {
     let mut h = SessionHeader::new(id, 1_785_000_000_000);
@@ -86,6 +86,28 @@ fn check(store_config: StoreConfig) {
         .unwrap();
     assert!(!kept_fold(&child).active());
     assert!(!plan.get(&child).active);
+    // A replacement of turn 1's user message (seq 1): the kept transcript
+    // follows it as the fold of the log does.
+    let before = child.messages().len();
+    child
+        .append(
+            "user/message",
+            &user_message("u1-edited", "question 1, edited"),
+            &AppendOptions {
+                surface_op: Some(r#"{"op":"replace","start":1,"end":1}"#.into()),
+                source_event_seqs: Some(vec![1]),
+                ..AppendOptions::default()
+            },
+        )
+        .unwrap();
+    kept_fold(&child);
+    let messages = child.messages();
+    assert_eq!(messages.len(), before);
+    assert!(
+        messages[0].as_str().contains("u1-edited"),
+        "{}",
+        messages[0].as_str()
+    );
     child.close().unwrap();
     resumed.close().unwrap();
     store.close().unwrap();
