@@ -503,34 +503,26 @@ mod tests {
             ))
             .unwrap()
         };
-        let back = |head: &[Event], seq: u64| head.iter().rev().find(|e| e.seq == seq).cloned();
+        // Every prefix of `log`, every seq: what a search back finds.
+        let agrees = |earlier: &EarlierEvents, log: &[Event]| {
+            for n in 0..=log.len() {
+                for seq in 0..12 {
+                    let back = log[..n].iter().rev().find(|e| e.seq == seq);
+                    assert_eq!(earlier.find(&log[..n], seq), back, "{n} {seq}");
+                }
+            }
+        };
         let log: Vec<Event> = [0, 1, 2, 5, 9, 10]
             .iter()
             .map(|&s| at(s, &format!("u{s}")))
             .collect();
         let earlier = EarlierEvents::default();
-        for n in 0..=log.len() {
-            for seq in 0..12 {
-                assert_eq!(
-                    earlier.find(&log[..n], seq).cloned(),
-                    back(&log[..n], seq),
-                    "{n} {seq}"
-                );
-            }
-        }
+        agrees(&earlier, &log);
         assert_eq!(earlier.message_id(&log, 5).as_deref(), Some(r#""u5""#));
         // A seq again, then an older one: searched back, the last one wins.
         let mut odd = log.clone();
         odd.extend([at(5, "again"), at(3, "old")]);
-        for n in 0..=odd.len() {
-            for seq in 0..12 {
-                assert_eq!(
-                    earlier.find(&odd[..n], seq).cloned(),
-                    back(&odd[..n], seq),
-                    "{n} {seq}"
-                );
-            }
-        }
+        agrees(&earlier, &odd);
         assert_eq!(earlier.message_id(&odd, 5).as_deref(), Some(r#""again""#));
         // A fresh finder over the ascending log again takes the fast way.
         let fresh = EarlierEvents::default();
