@@ -8,28 +8,22 @@ use crate::model::json;
 /// `plan/mode` event, or `false` when there is none.
 pub fn fold_plan_mode(events: &[Event], end: Option<usize>) -> bool {
     let end = end.unwrap_or(events.len()).min(events.len());
-    events[..end]
-        .iter()
-        .rev()
-        .find(|e| e.event_type() == "plan/mode")
-        .is_some_and(|e| e.data_field("active").is_some_and(json::is_true))
+    PlanFold::of(&events[..end]).active()
 }
 
 /// The plan state the model was last told about: the fold up to and
 /// including the last `request/header`, or `None` when the log has no header
 /// yet.
 pub fn plan_mode_at_last_header(events: &[Event]) -> Option<bool> {
-    let last = events
-        .iter()
-        .rposition(|e| e.event_type() == "request/header")?;
-    Some(fold_plan_mode(events, Some(last + 1)))
+    PlanFold::of(events).at_last_header()
 }
 
-/// The plan state of a log followed event by event: what
-/// [`fold_plan_mode`] and [`plan_mode_at_last_header`] give over the whole
-/// log, kept up to date by a live session as its log grows, so plan mode
-/// answers each call without a copy or a scan of the log (a million-event
-/// session once cost 87 ms per `section` or `get`: every step's prompt).
+/// The plan state of a log followed event by event, the one place of the
+/// rule ([`fold_plan_mode`] and [`plan_mode_at_last_header`] fold a whole
+/// log with it). A live session keeps it up to date as its log grows, so
+/// plan mode answers each call without a copy or a scan of the log (a
+/// million-event session once cost 87 ms per `section` or `get`: every
+/// step's prompt).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PlanFold {
     active: bool,
