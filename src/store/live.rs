@@ -17,7 +17,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 
 use super::coordinator::Shared;
-use super::view::has_open_turn;
+use super::view::{has_open_turn, opens_turn};
 use super::write_behind::{BatchSink, ErrorCallback, WriteController};
 use crate::backend::{Backend, Expect, Revision, WriterLock, limits};
 use crate::codec::chunk_rows::is_row_tag;
@@ -383,10 +383,8 @@ impl LiveSession {
             Ok([event.clone()])
         })?;
         log.plan.push(&event);
-        match event.type_str() {
-            "turn/start" => log.turn_open = true,
-            "turn/end" => log.turn_open = false,
-            _ => {}
+        if let Some(open) = opens_turn(&event) {
+            log.turn_open = open;
         }
         log.events.push(event);
         Ok(seq)

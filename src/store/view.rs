@@ -68,9 +68,15 @@ pub struct ViewJson {
 
 /// Whether the last turn boundary of `events` is a `turn/start`.
 pub fn has_open_turn(events: &[Event]) -> bool {
-    events
-        .iter()
-        .rev()
-        .find(|e| e.event_type() == "turn/start" || e.event_type() == "turn/end")
-        .is_some_and(|e| e.event_type() == "turn/start")
+    events.iter().rev().find_map(opens_turn).unwrap_or(false)
+}
+
+/// For a turn boundary, whether it opens the turn (`turn/start`) or closes
+/// it (`turn/end`); `None` for every other event.
+pub fn opens_turn(e: &Event) -> Option<bool> {
+    match e.type_str() {
+        "turn/start" => Some(true),
+        "turn/end" => Some(false),
+        _ => None,
+    }
 }
