@@ -93,14 +93,6 @@ impl LockSpace {
         LockSpace::Process(NEXT_SPACE.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// The lock directory (`None` for an in-process space).
-    pub fn dir(&self) -> Option<&Path> {
-        match self {
-            LockSpace::Files(d) => Some(d),
-            LockSpace::Process(_) => None,
-        }
-    }
-
     /// Takes the writer lock of `id` without waiting: `Error::Busy` naming
     /// the session and the holder when another writer has it.
     pub fn lock(&self, id: &str) -> Result<WriterLock> {
@@ -473,6 +465,39 @@ mod tests {
             "released locks leave no file"
         );
         let _g2 = b.lock("s").unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A lock directory that cannot be looked up is an error, never "no
+    /// writer": a reader told that nobody writes may repair the log, so an
+    /// answer it cannot give must not look like one.
+    #[test]
+    fn a_lock_directory_that_is_not_one_is_an_error_not_an_absent_writer() {
+        let dir = temp_dir("notdir");
+        let file = dir.join("locks");
+        fs::write(&file, b"a file where the lock directory belongs").unwrap();
+        // The directory's place holds a file, or its path runs through one
+        // (each error names the file in the way).
+        let cases = [
+            (file.clone(), ["is not a directory; remove it"; 2]),
+            (
+                file.join("sub"),
+                [
+                    "cannot stat the writer lock directory",
+                    "cannot create directory",
+                ],
+            ),
+        ];
+        for (locks, says) in cases {
+            let space = LockSpace::files(locks.clone());
+            let errors = [space.holder("s").unwrap_err(), space.lock("s").unwrap_err()];
+            for (e, says) in errors.iter().zip(says) {
+                assert_eq!(e.kind(), ErrorKind::Io, "{locks:?}: {e}");
+                let text = e.to_string();
+                assert!(text.contains(says), "{locks:?}: {text}");
+                assert!(text.contains(&file.display().to_string()), "{text}");
+            }
+        }
         fs::remove_dir_all(&dir).unwrap();
     }
 
