@@ -286,6 +286,7 @@ fn child_process() {
         "append" => child_append(kind, &location, id, parts[4], parts[5].parse().unwrap()),
         "writer" => child_writer(kind, &location, id, parts[4].parse().unwrap()),
         "create" => child_create(kind, &location, id, parts[4], Path::new(parts[5])),
+        "hold" => child_hold(kind, &location, id),
         other => panic!("unknown child mode {other}"),
     }
 }
@@ -383,6 +384,29 @@ fn child_writer(kind: Kind, location: &Path, id: &str, turns: u64) {
     live.close().unwrap();
     store.close().unwrap();
     say("done");
+}
+
+/// Resumes `id` as a live session, leaves a turn open and durable, says
+/// `holding`, and keeps the session until its stdin closes; then ends the
+/// turn and closes.
+fn child_hold(kind: Kind, location: &Path, id: &str) {
+    let store = kind.open(location);
+    let live = store.resume(id).unwrap();
+    live.append("turn/start", r#"{"turn":2}"#, &Default::default())
+        .unwrap();
+    live.flush().unwrap();
+    say("holding");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut rest).unwrap();
+    live.append(
+        "turn/end",
+        r#"{"turn":2,"reason":{"kind":"completed"}}"#,
+        &Default::default(),
+    )
+    .unwrap();
+    live.close().unwrap();
+    store.close().unwrap();
+    say("released");
 }
 
 /// Creates `id` under cwd `/<name>` and appends one turn as soon as `go`
@@ -500,6 +524,89 @@ fn two_processes_append_to_one_session() {
             acked.len() - 1,
             refusals.0
         );
+    }
+}
+
+/// A writer in another process is named in every refusal: by its pid for
+/// the file backends (what `F_GETLK` reports of its lock), as another
+/// connection on PostgreSQL. Readers meanwhile see its open turn without
+/// closing it, and once it is gone the session is writable again.
+#[test]
+fn a_writer_in_another_process_is_named_by_its_pid() {
+    if !parent() {
+        return;
+    }
+    for kind in Kind::all("a_writer_in_another_process_is_named_by_its_pid") {
+        let dir = TempDir::new(&format!("excl-pid-{}", kind.name()));
+        let location = kind.location(&dir);
+        let id = "held";
+        let ctx = format!("{} held by a child", kind.name());
+        let store = kind.open(&location);
+        store.create(SessionHeader::new(id, 7)).unwrap();
+        store.append_json(id, &turn_json(0, 1, "seed")).unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_process",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(
+                CHILD_ENV,
+                format!("hold|{}|{}|{id}", kind.name(), location.display()),
+            )
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        assert!(
+            lines
+                .by_ref()
+                .map_while(|l| l.ok())
+                .any(|l| l.contains("holding")),
+            "{ctx}: the child never held the session"
+        );
+        let holder = match kind {
+            Kind::Postgres => "is being written by another connection (".to_string(),
+            _ => format!("is being written by process {};", child.id()),
+        };
+        let refusals = [
+            ("resume", store.resume(id).err().expect("a second writer")),
+            (
+                "append",
+                store.append_json(id, &turn_json(3, 3, "x")).unwrap_err(),
+            ),
+            ("load", store.load(id).unwrap_err()),
+        ];
+        for (what, e) in refusals {
+            assert_eq!(e.kind(), ErrorKind::Busy, "{ctx}: {what}: {e}");
+            assert!(e.to_string().contains(&holder), "{ctx}: {what}: {e}");
+        }
+        let (code, _, err) = cli(kind, &location, &["load", id]);
+        assert_eq!(code, 1, "{ctx}: cli load: {err}");
+        assert!(err.contains(&holder), "{ctx}: cli load: {err}");
+        // The seed turn, the child's `session/end-seed` and its open turn,
+        // no closer: the turn is the writer's.
+        let seen = store.inspect(id).unwrap();
+        assert_eq!(seen.events.len(), 5, "{ctx}: the open turn, no closers");
+        assert_eq!(store.read_from(id, 0).unwrap().events.len(), 5, "{ctx}");
+        drop(child.stdin.take());
+        assert!(
+            lines
+                .by_ref()
+                .map_while(|l| l.ok())
+                .any(|l| l.contains("released")),
+            "{ctx}: the child never released the session"
+        );
+        // The rest of its output (libtest's), so it never writes to a
+        // closed pipe.
+        lines.for_each(drop);
+        assert!(child.wait().unwrap().success(), "{ctx}: child failed");
+        assert_eq!(store.load(id).unwrap().events.len(), 6, "{ctx}");
+        store.append_json(id, &turn_json(6, 3, "after")).unwrap();
+        store.close().unwrap();
     }
 }
 

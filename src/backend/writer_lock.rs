@@ -488,6 +488,16 @@ mod tests {
                 ],
             ),
         ];
+        // And a directory that cannot be made (a name longer than a file
+        // system allows) is reported as such.
+        let long = dir.join("l".repeat(300));
+        let e = LockSpace::files(long.clone()).lock("s").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        assert!(
+            e.to_string()
+                .contains("cannot create the writer lock directory"),
+            "{e}"
+        );
         for (locks, says) in cases {
             let space = LockSpace::files(locks.clone());
             let errors = [space.holder("s").unwrap_err(), space.lock("s").unwrap_err()];
