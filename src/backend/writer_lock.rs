@@ -300,6 +300,12 @@ fn lock_file(dir: &Path, id: &str, name: String) -> Result<WriterLock> {
         // Its identity, for the check after locking (an open file's device
         // and inode do not change).
         let ours = check_lock_file(&file, &path)?;
+        #[cfg(test)]
+        tests::AFTER_OPEN.with(|hook| {
+            if let Some(hook) = hook.borrow_mut().as_mut() {
+                hook(&path);
+            }
+        });
         match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => {
@@ -431,6 +437,56 @@ mod tests {
         ));
         fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    thread_local! {
+        /// Runs in [`lock_file`] between the open of the lock file and the
+        /// `flock` (this thread's locks only).
+        pub(super) static AFTER_OPEN: std::cell::RefCell<Option<Box<dyn FnMut(&Path)>>> =
+            std::cell::RefCell::new(None);
+    }
+
+    /// Whether another open of `path` can take its `flock` now (it closes
+    /// that descriptor again, which drops this process's record lock on
+    /// the file: for tests only).
+    fn flock_free(path: &Path) -> bool {
+        let f = File::open(path).unwrap();
+        rustix::fs::flock(&f, FlockOperation::NonBlockingLockExclusive).is_ok()
+    }
+
+    /// The previous holder releases (unlinks the file) between an
+    /// acquirer's open and its `flock`: the acquirer then holds a lock on a
+    /// file nobody else can see, so it starts over on the file now at the
+    /// path, whether that path is empty or already holds a new file.
+    #[test]
+    fn a_lock_file_unlinked_between_open_and_lock_is_opened_again() {
+        let dir = temp_dir("race");
+        let space = LockSpace::files(dir.clone());
+        for recreate in [false, true] {
+            let mut calls = 0;
+            AFTER_OPEN.with(|h| {
+                *h.borrow_mut() = Some(Box::new(move |path: &Path| {
+                    calls += 1;
+                    if calls == 1 {
+                        fs::remove_file(path).unwrap();
+                        if recreate {
+                            fs::write(path, b"").unwrap();
+                        }
+                    }
+                }))
+            });
+            let lock = space.lock("s");
+            AFTER_OPEN.with(|h| h.borrow_mut().take());
+            let lock = lock.unwrap_or_else(|e| panic!("recreate {recreate}: {e}"));
+            let path = dir.join("s@lock");
+            assert!(
+                !flock_free(&path),
+                "recreate {recreate}: the lock is not on the file at the path"
+            );
+            drop(lock);
+            assert!(!path.exists(), "recreate {recreate}: released");
+        }
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
