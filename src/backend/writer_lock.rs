@@ -439,11 +439,13 @@ mod tests {
         d
     }
 
+    type Hook = Box<dyn FnMut(&Path)>;
+
     thread_local! {
         /// Runs in [`lock_file`] between the open of the lock file and the
         /// `flock` (this thread's locks only).
-        pub(super) static AFTER_OPEN: std::cell::RefCell<Option<Box<dyn FnMut(&Path)>>> =
-            std::cell::RefCell::new(None);
+        pub(super) static AFTER_OPEN: std::cell::RefCell<Option<Hook>> =
+            const { std::cell::RefCell::new(None) };
     }
 
     /// Whether another open of `path` can take its `flock` now (it closes
