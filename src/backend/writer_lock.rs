@@ -661,5 +661,27 @@ mod tests {
         assert!(a.holder("s").unwrap().is_some());
         assert!(b.holder("s").unwrap().is_none());
         let _h = b.lock("s").unwrap();
+        drop(_g);
+        assert!(a.holder("s").unwrap().is_none(), "released on drop");
+        let _g = a.lock("s").unwrap();
+    }
+
+    /// A holder whose lock file was replaced under it (removed by hand,
+    /// then made and locked by another writer) leaves the new file alone
+    /// when it releases: it unlinks only the file it holds.
+    #[test]
+    fn a_release_never_unlinks_a_lock_file_it_does_not_hold() {
+        let dir = temp_dir("replaced");
+        let space = LockSpace::files(dir.clone());
+        let lock = space.lock("s").unwrap();
+        let path = dir.join("s@lock");
+        fs::remove_file(&path).unwrap();
+        fs::write(&path, b"").unwrap();
+        let other = File::open(&path).unwrap();
+        rustix::fs::flock(&other, FlockOperation::NonBlockingLockExclusive).unwrap();
+        drop(lock);
+        assert!(path.exists(), "the other writer's lock file was unlinked");
+        drop(other);
+        fs::remove_dir_all(&dir).unwrap();
     }
 }
