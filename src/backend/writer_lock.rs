@@ -500,6 +500,17 @@ mod tests {
         assert!(n.len() < 255 && n.ends_with("@lock"), "{n}");
         assert_ne!(n, lock_name(&"x".repeat(5001)));
         assert!(lock_name("").ends_with("@lock"));
+        // The longest id a JSONL root holds still gets a lock file name
+        // that fits, distinct from its neighbour's, and can be locked.
+        let longest = "x".repeat(crate::backend::jsonl::layout::MAX_SEGMENT_BYTES);
+        let n = lock_name(&longest);
+        assert!(n.len() <= 255 && n.ends_with("@lock"), "{n}");
+        assert_ne!(n, lock_name(&format!("{}y", &longest[1..])));
+        let dir = temp_dir("longest");
+        let held = LockSpace::files(dir.clone()).lock(&longest).unwrap();
+        assert!(dir.join(&n).exists());
+        drop(held);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
