@@ -499,6 +499,12 @@ mod tests {
         let n = lock_name(&long);
         assert!(n.len() < 255 && n.ends_with("@lock"), "{n}");
         assert_ne!(n, lock_name(&"x".repeat(5001)));
+        // Names are part of the on-disk format: two versions of this
+        // library writing one store must name one id's lock alike.
+        assert_eq!(
+            n,
+            "xxxxxxxxxxxxxxxxxxxxxxxx@5d45fa080be4e3454adae0d4ba6ccd5c@lock"
+        );
         assert!(lock_name("").ends_with("@lock"));
         // The longest id a JSONL root holds still gets a lock file name
         // that fits, distinct from its neighbour's, and can be locked.
