@@ -8,7 +8,9 @@
 //! - a live writer whose turns are durable half-way, while this process
 //!   loops `load`/`inspect`/`read_from` and the CLI's `load` and `verify`;
 //! - the create race: two processes create one new id under two cwds at
-//!   the same instant.
+//!   the same instant;
+//! - a writer held open in another process: every refusal names it (its
+//!   pid, or its PostgreSQL connection).
 //!
 //! PostgreSQL runs too when `DSH_TEST_POSTGRES_URL` names a server (a
 //! schema per store location, dropped with the test directory): there the
