@@ -13,7 +13,9 @@
 //! - an inspect followed by an append leaves one too (the full read seals
 //!   a row store's rows), equal to a full read, and it is used;
 //! - a checkpoint of an earlier revision (the log grew since, written by a
-//!   writer that left none) and a damaged one are not used;
+//!   writer that left none) and a damaged one are not used, nor one folded
+//!   under other reading settings (an append would acknowledge events behind
+//!   a log its load refuses);
 //! - SQLite: a hand edit of a row or of the session row that keeps the
 //!   revision (the `sqlite3` shell) is seen by the seal of the rows
 //!   (`src/backend/rows/seal.rs`): the checkpoint is not used, the log is
@@ -346,6 +348,56 @@ fn stale_or_damaged(make: impl Fn(&Path) -> StoreConfig) {
     assert!(v.events.len() >= 400);
     for (a, b) in v.events[..400].iter().zip(&events) {
         assert_eq!(a.to_json(), b.to_json());
+    }
+}
+
+/// A checkpoint stands for a read under the settings it was folded with
+/// (strict, `extraEventTypes`, the limits). A store that reads with other
+/// settings, here without the extra event type the log holds, does not use
+/// it: it reads the log and refuses the append as its load refuses the log,
+/// instead of acknowledging events behind a log it would not open.
+#[test]
+fn a_checkpoint_folded_under_other_settings_is_not_used() {
+    for make in [jsonl_config, sqlite_config] {
+        let t = support::TempDir::new("ckpt-settings");
+        let events = support::workload(600);
+        let n = 1 + events
+            .iter()
+            .rposition(|e| e.type_str() == "turn/end")
+            .unwrap();
+        let event = |seq: usize, text: &str| {
+            Event::parse(&format!(
+                r#"{{"type":{text},"seq":{seq},"time":5,"data":{{"turn":99}}}}"#
+            ))
+            .unwrap()
+        };
+        let mut with_extra = make(t.path());
+        with_extra.extra_event_types = vec!["x/custom".into()];
+        let s = Store::open(with_extra.clone()).unwrap();
+        s.create(SessionHeader::new("s", 1)).unwrap();
+        s.append("s", events[..n].to_vec()).unwrap();
+        s.append("s", vec![event(n, "\"x/custom\"")]).unwrap();
+        s.close().unwrap();
+        let s = Store::open(with_extra.clone()).unwrap();
+        assert!(checkpoint_of(&s, "s").is_some(), "a checkpoint after close");
+        s.close().unwrap();
+
+        let plain = make(t.path());
+        let s = Store::open(plain).unwrap();
+        assert!(
+            checkpoint_of(&s, "s").is_none(),
+            "folded under other settings"
+        );
+        let load = s.inspect("s").unwrap_err();
+        let append = s
+            .append("s", vec![event(n + 1, "\"turn/start\"")])
+            .unwrap_err();
+        assert_eq!(append.kind(), load.kind(), "{append} / {load}");
+        s.close().unwrap();
+        // Nothing was written: the log still ends at the custom event.
+        let s = Store::open(with_extra).unwrap();
+        assert_eq!(s.read_from("s", 0).unwrap().events.len(), n + 1);
+        s.close().unwrap();
     }
 }
 
