@@ -331,6 +331,22 @@ mod tests {
         let mid = flipped.len() / 2;
         flipped[mid] ^= 1;
         assert!(decode(&flipped, "s", &c.revision, "k").is_none());
+        // The header it holds must be a valid one of this very session
+        // (the hash checks integrity, not origin).
+        let header = |line: &str| SessionHeader::parse_line_lenient(line).unwrap().unwrap();
+        let other = header(&SessionHeader::new("t", 7).to_jsonl_line());
+        let invalid = header(
+            r#"{"type":"session","version":0,"id":"s","createdAt":7,"cwd":"relative","delegationDepth":0}"#,
+        );
+        assert!(invalid.problem().is_some());
+        for h in [other, invalid] {
+            let wrong = Checkpoint {
+                header: h.clone(),
+                ..c.clone()
+            };
+            let bytes = encode("s", "k", &wrong);
+            assert!(decode(&bytes, "s", &c.revision, "k").is_none(), "{h:?}");
+        }
         // What the fuzz target wraps is what `encode` writes around a body,
         // so its inputs reach the decoder past the integrity check.
         let body = intact_body(&bytes).unwrap();
