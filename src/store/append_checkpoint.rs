@@ -347,6 +347,16 @@ mod tests {
             let bytes = encode("s", "k", &wrong);
             assert!(decode(&bytes, "s", &c.revision, "k").is_none(), "{h:?}");
         }
+        // A next seq other than the fold's event count, and bytes after
+        // the fold, are refused each on its own.
+        let ahead = Checkpoint {
+            next_seq: 1,
+            ..c.clone()
+        };
+        assert!(decode(&encode("s", "k", &ahead), "s", &c.revision, "k").is_none());
+        let mut longer = intact_body(&bytes).unwrap().to_vec();
+        longer.push(0);
+        assert!(decode(&wrap_body(&longer), "s", &c.revision, "k").is_none());
         // What the fuzz target wraps is what `encode` writes around a body,
         // so its inputs reach the decoder past the integrity check.
         let body = intact_body(&bytes).unwrap();
