@@ -230,6 +230,8 @@ fn check_log(ctx: &str, events: &[Event]) {
     );
 }
 
+/// The test binary as a child running `spec`, its stdin and stdout piped
+/// (a `hold` child waits for its stdin to close).
 fn spawn_child(spec: &str) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
@@ -239,6 +241,7 @@ fn spawn_child(spec: &str) -> Child {
             "--test-threads=1",
         ])
         .env(CHILD_ENV, spec)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -546,22 +549,7 @@ fn a_writer_in_another_process_is_named_by_its_pid() {
         let store = kind.open(&location);
         store.create(SessionHeader::new(id, 7)).unwrap();
         store.append_json(id, &turn_json(0, 1, "seed")).unwrap();
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "child_process",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(
-                CHILD_ENV,
-                format!("hold|{}|{}|{id}", kind.name(), location.display()),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_child(&format!("hold|{}|{}|{id}", kind.name(), location.display()));
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         assert!(
             lines

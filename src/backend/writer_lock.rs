@@ -563,16 +563,6 @@ mod tests {
                 ],
             ),
         ];
-        // And a directory that cannot be made (a name longer than a file
-        // system allows) is reported as such.
-        let long = dir.join("l".repeat(300));
-        let e = LockSpace::files(long.clone()).lock("s").unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
-        assert!(
-            e.to_string()
-                .contains("cannot create the writer lock directory"),
-            "{e}"
-        );
         for (locks, says) in cases {
             let space = LockSpace::files(locks.clone());
             let errors = [space.holder("s").unwrap_err(), space.lock("s").unwrap_err()];
@@ -583,6 +573,16 @@ mod tests {
                 assert!(text.contains(&file.display().to_string()), "{text}");
             }
         }
+        // And a directory that cannot be made (a name longer than a file
+        // system allows) is reported as such.
+        let long = dir.join("l".repeat(300));
+        let e = LockSpace::files(long).lock("s").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        assert!(
+            e.to_string()
+                .contains("cannot create the writer lock directory"),
+            "{e}"
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -673,14 +673,14 @@ mod tests {
     fn process_spaces_are_private() {
         let a = LockSpace::process();
         let b = LockSpace::process();
-        let _g = a.lock("s").unwrap();
+        let g = a.lock("s").unwrap();
         assert_eq!(a.lock("s").unwrap_err().kind(), ErrorKind::Busy);
         assert!(a.holder("s").unwrap().is_some());
         assert!(b.holder("s").unwrap().is_none());
         let _h = b.lock("s").unwrap();
-        drop(_g);
+        drop(g);
         assert!(a.holder("s").unwrap().is_none(), "released on drop");
-        let _g = a.lock("s").unwrap();
+        let _again = a.lock("s").unwrap();
     }
 
     /// A holder whose lock file was replaced under it (removed by hand,
