@@ -268,6 +268,12 @@ fn lines_with(lines: &[String], prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// Reads a child's output up to the first line containing `word`; false
+/// when it ended first.
+fn read_until(lines: &mut impl Iterator<Item = std::io::Result<String>>, word: &str) -> bool {
+    lines.map_while(|l| l.ok()).any(|l| l.contains(word))
+}
+
 fn say(line: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
@@ -552,10 +558,7 @@ fn a_writer_in_another_process_is_named_by_its_pid() {
         let mut child = spawn_child(&format!("hold|{}|{}|{id}", kind.name(), location.display()));
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         assert!(
-            lines
-                .by_ref()
-                .map_while(|l| l.ok())
-                .any(|l| l.contains("holding")),
+            read_until(&mut lines, "holding"),
             "{ctx}: the child never held the session"
         );
         let holder = match kind {
@@ -584,10 +587,7 @@ fn a_writer_in_another_process_is_named_by_its_pid() {
         assert_eq!(store.read_from(id, 0).unwrap().events.len(), 5, "{ctx}");
         drop(child.stdin.take());
         assert!(
-            lines
-                .by_ref()
-                .map_while(|l| l.ok())
-                .any(|l| l.contains("released")),
+            read_until(&mut lines, "released"),
             "{ctx}: the child never released the session"
         );
         // The rest of its output (libtest's), so it never writes to a
