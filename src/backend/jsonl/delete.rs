@@ -10,8 +10,20 @@
 //! it by name. A crash between the rename and the removal leaves the tree
 //! in the trash, where the next open of the store (or the next delete)
 //! removes it.
+//!
+//! A delete in progress holds an exclusive `flock` on its slot from the
+//! moment the slot exists until the slot is gone; a sweep removes only
+//! slots whose lock it can take. Process ids alone cannot tell: processes
+//! in other pid namespaces (containers sharing a volume) may share a store,
+//! and a pid that is gone here may be a live delete there. The pid rule is
+//! kept as well (a slot of a process alive here is left alone), so a slot
+//! of a build without the lock, or on a file system without `flock`, is
+//! still safe in one namespace.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::FlockOperation;
 
 use super::writer::fsync_dir;
 use super::{layout, nofollow};
@@ -45,9 +57,7 @@ pub fn remove_session_dir(root: &Path, session_dir: &Path) -> Result<()> {
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| Error::invariant("a session directory without a name"))?;
-    let slot = trash.join(unique_name(name));
-    let slot_fd = nofollow::create_dir(&slot, 2)
-        .map_err(|e| nofollow::io_err("cannot create directory", &slot, 2, e))?;
+    let (slot, slot_fd) = claim_slot(&trash, name)?;
     let (project_fd, _) = nofollow::open_parent(session_dir, nofollow::SESSION_DEPTH)
         .map_err(|e| nofollow::io_err("cannot open", session_dir, nofollow::SESSION_DEPTH, e))?;
     let moved: PathBuf = slot.join(name);
@@ -69,8 +79,54 @@ pub fn remove_session_dir(root: &Path, session_dir: &Path) -> Result<()> {
     std::fs::remove_dir_all(&slot)
         .map_err(|e| layout::io_err("cannot remove the deleted session", &slot, e))?;
     fsync_dir(&trash_fd, &trash)?;
+    drop(slot_fd);
     sweep_trash(root);
     Ok(())
+}
+
+/// How many fresh slots a delete tries when sweeps keep removing them
+/// between their creation and their lock (each try is a new name).
+const SLOT_TRIES: usize = 8;
+
+/// Creates a fresh slot in `trash` for the session directory `name` and
+/// locks it (the lock lasts as long as the returned descriptor). A sweep
+/// may remove the new, still unlocked slot before the lock is taken: a
+/// removed directory has no links left, and the delete then tries a new
+/// slot. A file system without `flock` leaves the slot unlocked (the pid
+/// rule alone protects it).
+fn claim_slot(trash: &Path, name: &str) -> Result<(PathBuf, OwnedFd)> {
+    for _ in 0..SLOT_TRIES {
+        let slot = trash.join(unique_name(name));
+        let slot_fd = nofollow::create_dir(&slot, 2)
+            .map_err(|e| nofollow::io_err("cannot create directory", &slot, 2, e))?;
+        #[cfg(test)]
+        tests::AFTER_CREATE.with(|hook| {
+            if let Some(hook) = hook.borrow_mut().as_mut() {
+                hook(&slot);
+            }
+        });
+        // Another process sweeping this very slot holds its lock: take a
+        // new one. Any other failure is a file system without `flock`.
+        if rustix::fs::flock(&slot_fd, FlockOperation::NonBlockingLockExclusive)
+            == Err(rustix::io::Errno::WOULDBLOCK)
+        {
+            continue;
+        }
+        let links = rustix::fs::fstat(&slot_fd)
+            .map_err(|e| layout::io_err("cannot inspect", &slot, e.into()))?
+            .st_nlink;
+        if links > 0 {
+            return Ok((slot, slot_fd));
+        }
+    }
+    Err(Error::io(
+        format!(
+            "cannot claim a slot in {}: {SLOT_TRIES} new slots were removed before they could \
+             be locked (is another process removing its entries?)",
+            trash.display()
+        ),
+        std::io::Error::from(std::io::ErrorKind::Interrupted),
+    ))
 }
 
 /// At open: removes what deletes interrupted by a crash left in the trash
@@ -84,8 +140,9 @@ pub fn sweep_trash(root: &Path) {
 }
 
 /// Removes trees that an interrupted delete left in the trash: slots whose
-/// process (the name's first part) no longer runs (a slot of a running
-/// process may be a delete in progress). Best effort.
+/// process (the name's first part) does not run here and whose `flock`
+/// nobody holds (a delete in progress, maybe in another pid namespace,
+/// holds it). Best effort.
 fn sweep_leftovers(trash: &Path) {
     let Ok(entries) = std::fs::read_dir(trash) else {
         return;
@@ -102,13 +159,67 @@ fn sweep_leftovers(trash: &Path) {
         if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
-        let _ = std::fs::remove_dir_all(entry.path());
+        let path = entry.path();
+        let Ok(slot_fd) = nofollow::open_dir(&path, 2) else {
+            continue;
+        };
+        if rustix::fs::flock(&slot_fd, FlockOperation::NonBlockingLockExclusive)
+            == Err(rustix::io::Errno::WOULDBLOCK)
+        {
+            continue;
+        }
+        // Held until the tree is gone (the descriptor drops after).
+        let _ = std::fs::remove_dir_all(&path);
+        drop(slot_fd);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    type Hook = Box<dyn FnMut(&Path)>;
+
+    thread_local! {
+        /// Runs in [`claim_slot`] between the creation of a slot and its
+        /// lock (this thread's deletes only).
+        pub(super) static AFTER_CREATE: std::cell::RefCell<Option<Hook>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    fn temp_root(tag: &str) -> PathBuf {
+        std::env::temp_dir().join(format!(
+            "dsh-trash-{tag}-{}-{}",
+            std::process::id(),
+            super::super::revision::random_u64()
+        ))
+    }
+
+    /// A pid no process here has (a child that has exited; on a test's
+    /// time scale its pid is not reused).
+    fn gone_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    /// A session directory with a log in it, under a fresh root.
+    fn session_dir(root: &Path) -> PathBuf {
+        let dir = root.join("--p--").join("s1");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("session.jsonl"), b"{}\n").unwrap();
+        dir
+    }
+
+    fn slots(root: &Path) -> Vec<String> {
+        match std::fs::read_dir(root.join(TRASH_DIR_NAME)) {
+            Ok(rd) => rd
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
 
     #[test]
     fn slot_names_start_with_the_pid_and_never_repeat() {
@@ -123,17 +234,9 @@ mod tests {
 
     #[test]
     fn the_sweep_removes_only_slots_of_processes_that_are_gone() {
-        let root = std::env::temp_dir().join(format!(
-            "dsh-trash-sweep-{}-{}",
-            std::process::id(),
-            super::super::revision::random_u64()
-        ));
+        let root = temp_root("sweep");
         let trash = root.join(TRASH_DIR_NAME);
-        // A process that has exited: its pid is free (and, on this
-        // test's time scale, not reused).
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let gone = child.id();
-        child.wait().unwrap();
+        let gone = gone_pid();
         let slots = [
             (format!("{gone}.s.1"), false),
             (format!("{}.s.2", std::process::id()), true),
@@ -147,6 +250,91 @@ mod tests {
         for (slot, kept) in &slots {
             assert_eq!(trash.join(slot).exists(), *kept, "{slot}");
         }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A delete in another pid namespace: its pid means nothing here (the
+    /// slot's pid is gone in this one), but it holds the slot's lock.
+    #[test]
+    fn a_locked_slot_is_kept_whatever_its_pid_says() {
+        let root = temp_root("locked");
+        let slot = root
+            .join(TRASH_DIR_NAME)
+            .join(format!("{}.s.1", gone_pid()));
+        std::fs::create_dir_all(slot.join("s")).unwrap();
+        let held = nofollow::open_dir(&slot, 2).unwrap();
+        rustix::fs::flock(&held, FlockOperation::NonBlockingLockExclusive).unwrap();
+        sweep_trash(&root);
+        assert!(slot.join("s").exists(), "a delete in progress was swept");
+        drop(held);
+        sweep_trash(&root);
+        assert!(!slot.exists(), "an abandoned slot was kept");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A claimed slot is locked: renamed to a gone pid's name (as a
+    /// delete in another pid namespace looks from here), a sweep still
+    /// leaves it alone until its descriptor drops.
+    #[test]
+    fn a_claimed_slot_is_locked_until_its_descriptor_drops() {
+        let root = temp_root("claimed");
+        let trash = root.join(TRASH_DIR_NAME);
+        std::fs::create_dir_all(&trash).unwrap();
+        let (slot, held) = claim_slot(&trash, "s").unwrap();
+        assert!(slots(&root)[0].starts_with(&format!("{}.s.", std::process::id())));
+        let elsewhere = trash.join(format!("{}.s.1", gone_pid()));
+        std::fs::rename(&slot, &elsewhere).unwrap();
+        sweep_trash(&root);
+        assert!(elsewhere.exists(), "a delete in progress was swept");
+        drop(held);
+        sweep_trash(&root);
+        assert!(!elsewhere.exists(), "an abandoned slot was kept");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A sweep removes the new slot between its creation and its lock:
+    /// the delete takes a new slot, and the session is deleted.
+    #[test]
+    fn a_slot_swept_before_its_lock_is_replaced() {
+        let root = temp_root("swept");
+        let dir = session_dir(&root);
+        let mut calls = 0;
+        AFTER_CREATE.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move |slot: &Path| {
+                calls += 1;
+                if calls == 1 {
+                    std::fs::remove_dir(slot).unwrap();
+                }
+            }))
+        });
+        let result = remove_session_dir(&root, &dir);
+        AFTER_CREATE.with(|h| h.borrow_mut().take());
+        result.unwrap();
+        assert!(!dir.exists());
+        assert_eq!(slots(&root), Vec::<String>::new());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Every new slot is removed before its lock: the delete fails, naming
+    /// the trash, and the session stays where it was, whole.
+    #[test]
+    fn a_delete_whose_slots_are_always_swept_fails_and_keeps_the_session() {
+        let root = temp_root("always");
+        let dir = session_dir(&root);
+        AFTER_CREATE.with(|h| {
+            *h.borrow_mut() = Some(Box::new(|slot: &Path| {
+                std::fs::remove_dir(slot).unwrap();
+            }))
+        });
+        let result = remove_session_dir(&root, &dir);
+        AFTER_CREATE.with(|h| h.borrow_mut().take());
+        let err = result.unwrap_err().to_string();
+        assert!(
+            err.contains(TRASH_DIR_NAME) && err.contains("8 new slots"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(dir.join("session.jsonl")).unwrap(), b"{}\n");
+        assert_eq!(slots(&root), Vec::<String>::new());
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
