@@ -23,7 +23,7 @@
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::FlockOperation;
+use rustix::fs::{FlockOperation, Mode};
 
 use super::writer::fsync_dir;
 use super::{layout, nofollow};
@@ -57,7 +57,7 @@ pub fn remove_session_dir(root: &Path, session_dir: &Path) -> Result<()> {
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| Error::invariant("a session directory without a name"))?;
-    let (slot, slot_fd) = claim_slot(&trash, name)?;
+    let (slot, slot_fd) = claim_slot(&trash_fd, &trash, name)?;
     let (project_fd, _) = nofollow::open_parent(session_dir, nofollow::SESSION_DEPTH)
         .map_err(|e| nofollow::io_err("cannot open", session_dir, nofollow::SESSION_DEPTH, e))?;
     let moved: PathBuf = slot.join(name);
@@ -88,23 +88,27 @@ pub fn remove_session_dir(root: &Path, session_dir: &Path) -> Result<()> {
 /// between their creation and their lock (each try is a new name).
 const SLOT_TRIES: usize = 8;
 
-/// Creates a fresh slot in `trash` for the session directory `name` and
-/// locks it (the lock lasts as long as the returned descriptor). A sweep
-/// may remove the new, still unlocked slot before the lock is taken: a
-/// removed directory has no links left, and the delete then tries a new
+/// Creates a fresh slot in `trash` (opened as `trash_fd`) for the session
+/// directory `name` and locks it (the lock lasts as long as the returned
+/// descriptor). A sweep elsewhere may remove the new, still unlocked slot
+/// before it is opened (the open finds nothing) or before it is locked (a
+/// removed directory has no links left): the delete then tries a new
 /// slot. A file system without `flock` leaves the slot unlocked (the pid
 /// rule alone protects it).
-fn claim_slot(trash: &Path, name: &str) -> Result<(PathBuf, OwnedFd)> {
+fn claim_slot(trash_fd: &OwnedFd, trash: &Path, name: &str) -> Result<(PathBuf, OwnedFd)> {
     for _ in 0..SLOT_TRIES {
-        let slot = trash.join(unique_name(name));
-        let slot_fd = nofollow::create_dir(&slot, 2)
-            .map_err(|e| nofollow::io_err("cannot create directory", &slot, 2, e))?;
-        #[cfg(test)]
-        tests::AFTER_CREATE.with(|hook| {
-            if let Some(hook) = hook.borrow_mut().as_mut() {
-                hook(&slot);
-            }
-        });
+        let slot_name = unique_name(name);
+        let slot = trash.join(&slot_name);
+        rustix::fs::mkdirat(trash_fd, &slot_name, Mode::from_raw_mode(0o700))
+            .map_err(|e| layout::io_err("cannot create directory", &slot, e.into()))?;
+        fsync_dir(trash_fd, trash)?;
+        test_hook(SlotStep::Created, &slot);
+        let slot_fd = match nofollow::dir_at(trash_fd, &slot_name) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(layout::io_err("cannot open", &slot, e)),
+        };
+        test_hook(SlotStep::Opened, &slot);
         // Another process sweeping this very slot holds its lock: take a
         // new one. Any other failure is a file system without `flock`.
         if rustix::fs::flock(&slot_fd, FlockOperation::NonBlockingLockExclusive)
@@ -128,6 +132,27 @@ fn claim_slot(trash: &Path, name: &str) -> Result<(PathBuf, OwnedFd)> {
         std::io::Error::from(std::io::ErrorKind::Interrupted),
     ))
 }
+
+/// Where [`claim_slot`] stands when its test hook runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum SlotStep {
+    /// The slot exists, not yet opened.
+    Created,
+    /// The slot is open, not yet locked.
+    Opened,
+}
+
+#[cfg(test)]
+fn test_hook(step: SlotStep, slot: &Path) {
+    tests::SLOT_HOOK.with(|hook| {
+        if let Some(hook) = hook.borrow_mut().as_mut() {
+            hook(step, slot);
+        }
+    });
+}
+
+#[cfg(not(test))]
+fn test_hook(_: SlotStep, _: &Path) {}
 
 /// At open: removes what deletes interrupted by a crash left in the trash
 /// of `root` (one `stat` when there is no trash). Best effort: a store
@@ -178,12 +203,12 @@ fn sweep_leftovers(trash: &Path) {
 mod tests {
     use super::*;
 
-    type Hook = Box<dyn FnMut(&Path)>;
+    type Hook = Box<dyn FnMut(SlotStep, &Path)>;
 
     thread_local! {
-        /// Runs in [`claim_slot`] between the creation of a slot and its
-        /// lock (this thread's deletes only).
-        pub(super) static AFTER_CREATE: std::cell::RefCell<Option<Hook>> =
+        /// Runs in [`claim_slot`] after a slot's creation and after its
+        /// open (this thread's deletes only).
+        pub(super) static SLOT_HOOK: std::cell::RefCell<Option<Hook>> =
             const { std::cell::RefCell::new(None) };
     }
 
@@ -280,7 +305,8 @@ mod tests {
         let root = temp_root("claimed");
         let trash = root.join(TRASH_DIR_NAME);
         std::fs::create_dir_all(&trash).unwrap();
-        let (slot, held) = claim_slot(&trash, "s").unwrap();
+        let trash_fd = nofollow::open_dir(&trash, 1).unwrap();
+        let (slot, held) = claim_slot(&trash_fd, &trash, "s").unwrap();
         assert!(slots(&root)[0].starts_with(&format!("{}.s.", std::process::id())));
         let elsewhere = trash.join(format!("{}.s.1", gone_pid()));
         std::fs::rename(&slot, &elsewhere).unwrap();
@@ -292,49 +318,56 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
-    /// A sweep removes the new slot between its creation and its lock:
-    /// the delete takes a new slot, and the session is deleted.
+    /// A sweep removes the new slot before the delete opens it, or after
+    /// the open and before its lock: the delete takes a new slot, and the
+    /// session is deleted.
     #[test]
     fn a_slot_swept_before_its_lock_is_replaced() {
-        let root = temp_root("swept");
-        let dir = session_dir(&root);
-        let mut calls = 0;
-        AFTER_CREATE.with(|h| {
-            *h.borrow_mut() = Some(Box::new(move |slot: &Path| {
-                calls += 1;
-                if calls == 1 {
-                    std::fs::remove_dir(slot).unwrap();
-                }
-            }))
-        });
-        let result = remove_session_dir(&root, &dir);
-        AFTER_CREATE.with(|h| h.borrow_mut().take());
-        result.unwrap();
-        assert!(!dir.exists());
-        assert_eq!(slots(&root), Vec::<String>::new());
-        std::fs::remove_dir_all(&root).unwrap();
+        for at in [SlotStep::Created, SlotStep::Opened] {
+            let root = temp_root("swept");
+            let dir = session_dir(&root);
+            let mut removed = 0;
+            SLOT_HOOK.with(|h| {
+                *h.borrow_mut() = Some(Box::new(move |step: SlotStep, slot: &Path| {
+                    if step == at && removed == 0 {
+                        removed += 1;
+                        std::fs::remove_dir(slot).unwrap();
+                    }
+                }))
+            });
+            let result = remove_session_dir(&root, &dir);
+            SLOT_HOOK.with(|h| h.borrow_mut().take());
+            result.unwrap_or_else(|e| panic!("{at:?}: {e}"));
+            assert!(!dir.exists(), "{at:?}");
+            assert_eq!(slots(&root), Vec::<String>::new(), "{at:?}");
+            std::fs::remove_dir_all(&root).unwrap();
+        }
     }
 
     /// Every new slot is removed before its lock: the delete fails, naming
     /// the trash, and the session stays where it was, whole.
     #[test]
     fn a_delete_whose_slots_are_always_swept_fails_and_keeps_the_session() {
-        let root = temp_root("always");
-        let dir = session_dir(&root);
-        AFTER_CREATE.with(|h| {
-            *h.borrow_mut() = Some(Box::new(|slot: &Path| {
-                std::fs::remove_dir(slot).unwrap();
-            }))
-        });
-        let result = remove_session_dir(&root, &dir);
-        AFTER_CREATE.with(|h| h.borrow_mut().take());
-        let err = result.unwrap_err().to_string();
-        assert!(
-            err.contains(TRASH_DIR_NAME) && err.contains("8 new slots"),
-            "{err}"
-        );
-        assert_eq!(std::fs::read(dir.join("session.jsonl")).unwrap(), b"{}\n");
-        assert_eq!(slots(&root), Vec::<String>::new());
-        std::fs::remove_dir_all(&root).unwrap();
+        for at in [SlotStep::Created, SlotStep::Opened] {
+            let root = temp_root("always");
+            let dir = session_dir(&root);
+            SLOT_HOOK.with(|h| {
+                *h.borrow_mut() = Some(Box::new(move |step: SlotStep, slot: &Path| {
+                    if step == at {
+                        std::fs::remove_dir(slot).unwrap();
+                    }
+                }))
+            });
+            let result = remove_session_dir(&root, &dir);
+            SLOT_HOOK.with(|h| h.borrow_mut().take());
+            let err = result.unwrap_err().to_string();
+            assert!(
+                err.contains(TRASH_DIR_NAME) && err.contains("8 new slots"),
+                "{at:?}: {err}"
+            );
+            assert_eq!(std::fs::read(dir.join("session.jsonl")).unwrap(), b"{}\n");
+            assert_eq!(slots(&root), Vec::<String>::new(), "{at:?}");
+            std::fs::remove_dir_all(&root).unwrap();
+        }
     }
 }
