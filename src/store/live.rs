@@ -544,3 +544,64 @@ impl Drop for LiveInner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key of the options object, each value form, and each refusal
+    /// with what it names (the C ABI's and the bindings' text path).
+    #[test]
+    fn append_options_parse_every_key_and_name_every_refusal() {
+        assert_eq!(
+            AppendOptions::parse("{}").unwrap(),
+            AppendOptions::default()
+        );
+        let all = AppendOptions::parse(
+            r#"{"surfaceOp": {"op":"replace", "start":1,"end":2}, "sourceEventSeqs":[3, 0],
+               "ignorable": true}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            all,
+            AppendOptions {
+                surface_op: Some(r#"{"op":"replace","start":1,"end":2}"#.into()),
+                source_event_seqs: Some(vec![3, 0]),
+                ignorable: true,
+            }
+        );
+        let plain = AppendOptions::parse(r#"{"surfaceOp":"append","ignorable":false}"#).unwrap();
+        assert_eq!(plain.surface_op.as_deref(), Some(r#""append""#));
+        assert!(!plain.ignorable);
+        // The last of a repeated key wins, as in JSON.parse.
+        assert!(
+            !AppendOptions::parse(r#"{"ignorable":true,"ignorable":false}"#)
+                .unwrap()
+                .ignorable
+        );
+        for (text, names) in [
+            ("[]", "append options are not a JSON object"),
+            (r#"{"x":1}"#, r#"append options have unknown key "x""#),
+            (r#"{"ignorable":1}"#, "ignorable must be true or false"),
+            (r#"{"ignorable":"true"}"#, "ignorable must be true or false"),
+            (
+                r#"{"sourceEventSeqs":1}"#,
+                "sourceEventSeqs must be an array",
+            ),
+            (r#"{"sourceEventSeqs":[-1]}"#, "non-negative safe integers"),
+            (r#"{"sourceEventSeqs":[1.5]}"#, "non-negative safe integers"),
+            (
+                r#"{"sourceEventSeqs":[9007199254740992]}"#,
+                "non-negative safe integers",
+            ),
+        ] {
+            let err = AppendOptions::parse(text).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                crate::error::ErrorKind::InvalidArgument,
+                "{text}"
+            );
+            assert!(err.to_string().contains(names), "{text}: {err}");
+        }
+    }
+}
