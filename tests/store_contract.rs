@@ -391,6 +391,73 @@ fn non_lossless_data_is_rejected_naming_the_type(kind: Kind) {
     );
 }
 
+/// Record types that are not event types (the packed-row tags, SPEC §2,
+/// and the legacy types a read converts, §1.8) are refused by a live
+/// append, ignorable or not: a reader would take such a record for a row
+/// or convert it. A whole-event append refuses the row tags (legacy
+/// events are taken there, converted as a load converts them). Nothing is
+/// committed or written.
+fn reserved_types_are_refused_by_every_append(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let store = kind.open(&dir);
+    let live = store.start(header("reserved")).unwrap();
+    let ignorable = AppendOptions {
+        ignorable: true,
+        ..AppendOptions::default()
+    };
+    let row_tags = ["text-chunks", "reasoning-chunks", "tool-call-chunks"];
+    let legacy = ["steering/message", "request/header-delta", "mode/set"];
+    for name in row_tags.iter().chain(&legacy) {
+        for options in [&AppendOptions::default(), &ignorable] {
+            let e = live.append(name, "{}", options).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{name}");
+            assert!(
+                e.to_string().contains(&format!(
+                    "event type \"{name}\" is reserved by the storage format"
+                )),
+                "{name}: {e}"
+            );
+        }
+    }
+    assert_eq!(live.len(), 0, "nothing was committed");
+    live.append(
+        "session/title",
+        r#"{"title":"t"}"#,
+        &AppendOptions::default(),
+    )
+    .unwrap();
+    live.close().unwrap();
+    assert_eq!(store.load("reserved").unwrap().events.len(), 1);
+
+    store.create(header("reserved-cold")).unwrap();
+    for (name, flag) in row_tags
+        .iter()
+        .flat_map(|n| [(n, ""), (n, r#","ignorable":true"#)])
+    {
+        let e = store
+            .append_json(
+                "reserved-cold",
+                &format!(r#"[{{"type":"{name}","seq":0,"time":0,"data":{{}}{flag}}}]"#),
+            )
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{name}");
+        assert!(
+            e.to_string().contains(&format!(
+                "event type \"{name}\" at seq 0 is reserved by the storage format"
+            )),
+            "{name}: {e}"
+        );
+    }
+    store
+        .append_json(
+            "reserved-cold",
+            r#"[{"type":"session/title","seq":0,"time":0,"data":{"title":"t"}}]"#,
+        )
+        .unwrap();
+    let loaded = store.load("reserved-cold").unwrap();
+    assert_eq!(json(&loaded.events).len(), 1, "only the title was written");
+}
+
 fn live_load_of_balanced_and_open_turns(kind: Kind) {
     let dir = TempDir::new("contract");
     let store = kind.open(&dir);
@@ -1068,6 +1135,7 @@ contract!(
     revisions_are_stable_and_change_on_append,
     bad_append_batches_are_rejected,
     non_lossless_data_is_rejected_naming_the_type,
+    reserved_types_are_refused_by_every_append,
     live_load_of_balanced_and_open_turns,
     prepare_reuses_inspection_until_an_external_append,
     resume_and_fork,
