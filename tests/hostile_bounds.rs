@@ -794,9 +794,21 @@ fn live_appends_are_refused_at_append_before_the_log_limit() {
             doubled.push(e);
         }
         let e = store
-            .start_with_seed(SessionHeader::new("seeded", 1), doubled)
+            .start_with_seed(SessionHeader::new("seeded", 1), doubled.clone())
             .err()
             .unwrap_or_else(|| panic!("{kind}: an oversized seed started"));
+        assert!(e.to_string().contains("maxLogBytes"), "{kind}: {e}");
+        // Also when the seed ends with its marker (no marker is appended
+        // after it, so the seed's own check is all that refuses it).
+        let marker = format!(
+            r#"{{"type":"session/end-seed","seq":{},"time":1,"data":{{}}}}"#,
+            doubled.len()
+        );
+        doubled.push(dsh_persist::model::event::Event::parse(&marker).unwrap());
+        let e = store
+            .start_with_seed(SessionHeader::new("seeded-marked", 1), doubled)
+            .err()
+            .unwrap_or_else(|| panic!("{kind}: an oversized seed with its marker started"));
         assert!(e.to_string().contains("maxLogBytes"), "{kind}: {e}");
     }
 }
