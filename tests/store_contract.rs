@@ -699,8 +699,14 @@ fn write_failures_are_retained_and_retried(kind: Kind) {
     let dir = TempDir::new("contract");
     let (counting, store) = counting_store(kind, &dir, 60_000);
     let live = store.start(header("fail")).unwrap();
+    // Told once per failure episode (SPEC §6.1), not once per failed try.
+    let told = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = told.clone();
+    live.set_error_callback(Some(Arc::new(move |e: &Error| {
+        sink.lock().push(e.to_string())
+    })));
     let n = complete_turn(&live, 1);
-    counting.fail_appends.store(1, Ordering::SeqCst);
+    counting.fail_appends.store(2, Ordering::SeqCst);
     let e = live.flush().unwrap_err();
     assert!(e.to_string().contains("injected write failure"));
     assert_eq!(live.pending_len(), n, "events kept in order");
@@ -708,9 +714,22 @@ fn write_failures_are_retained_and_retried(kind: Kind) {
         live.background_error().is_some(),
         "the failure is retrievable"
     );
+    live.flush().unwrap_err();
+    assert_eq!(live.pending_len(), n, "events kept in order");
+    {
+        let told = told.lock();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(told[0].contains("injected write failure"), "{told:?}");
+    }
+    live.flush().unwrap(); // resolved: a new failure is a new episode
+    assert!(live.background_error().is_none(), "resolved by the retry");
+    complete_turn(&live, 2);
+    counting.fail_appends.store(1, Ordering::SeqCst);
+    live.flush().unwrap_err();
+    assert_eq!(told.lock().len(), 2, "a second episode is told");
     live.close().unwrap(); // close retries at once
     assert!(live.background_error().is_none(), "resolved by the retry");
-    assert_eq!(store.load("fail").unwrap().events.len(), n);
+    assert_eq!(store.load("fail").unwrap().events.len(), 2 * n);
 }
 
 fn close_drains_everything(kind: Kind) {
