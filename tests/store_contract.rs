@@ -752,6 +752,28 @@ fn close_drains_everything(kind: Kind) {
     }
 }
 
+/// Dropping the last handle of a live session that was never closed
+/// drains it (the fallback of a host that forgets `close`): its events are
+/// durable and its id is free again. A clone keeps it live.
+fn dropping_the_last_handle_drains_and_releases(kind: Kind) {
+    let dir = TempDir::new("contract");
+    let (_, store) = counting_store(kind, &dir, 60_000);
+    let live = store.start(header("dropped")).unwrap();
+    let n = complete_turn(&live, 1);
+    let clone = live.clone();
+    drop(live);
+    assert!(store.is_live("dropped"), "a clone keeps it live");
+    assert_eq!(clone.pending_len(), n, "nothing written yet (60 s window)");
+    drop(clone);
+    assert!(!store.is_live("dropped"));
+    assert_eq!(store.load("dropped").unwrap().events.len(), n);
+    let resumed = store.resume("dropped").unwrap();
+    resumed.close().unwrap();
+    if let Some(other) = kind.reopen(&dir) {
+        assert_eq!(other.load("dropped").unwrap().events.len(), n + 1);
+    }
+}
+
 fn threads_append_to_many_sessions(kind: Kind) {
     let dir = TempDir::new("contract");
     let store = kind.open(&dir);
@@ -1161,6 +1183,7 @@ contract!(
     write_behind_batches_one_window,
     write_failures_are_retained_and_retried,
     close_drains_everything,
+    dropping_the_last_handle_drains_and_releases,
     threads_append_to_many_sessions,
     appends_racing_a_close_are_all_or_nothing,
     forks_racing_a_store_close_are_drained_or_refused,
