@@ -420,12 +420,14 @@ fn reserved_types_are_refused_by_every_append(kind: Kind) {
         }
     }
     assert_eq!(live.len(), 0, "nothing was committed");
+    assert!(live.is_empty());
     live.append(
         "session/title",
         r#"{"title":"t"}"#,
         &AppendOptions::default(),
     )
     .unwrap();
+    assert!(!live.is_empty());
     live.close().unwrap();
     assert_eq!(store.load("reserved").unwrap().events.len(), 1);
 
