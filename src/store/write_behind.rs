@@ -472,6 +472,14 @@ mod tests {
         (sink, c)
     }
 
+    /// Waits (bounded, so a deadline that never fires fails the test
+    /// instead of hanging it) for the sink to enter a write.
+    fn started(entered: &std::sync::mpsc::Receiver<()>) {
+        entered
+            .recv_timeout(Duration::from_secs(10))
+            .expect("no batch write started within 10 s");
+    }
+
     fn wait_for(cond: impl Fn() -> bool) {
         let start = Instant::now();
         while !cond() {
@@ -561,11 +569,11 @@ mod tests {
         *sink.gate.lock() = Some(gate_rx);
         *sink.entered.lock() = Some(in_tx);
         c.enqueue([ev(0), ev(1)]).unwrap();
-        in_rx.recv().unwrap(); // first write is in flight
+        started(&in_rx); // first write is in flight
         c.enqueue([ev(2)]).unwrap();
         c.enqueue([ev(3)]).unwrap();
         gate_tx.send(()).unwrap();
-        in_rx.recv().unwrap(); // follow-up write started
+        started(&in_rx); // follow-up write started
         gate_tx.send(()).unwrap();
         wait_for(|| sink.batches.lock().len() == 2);
         assert_eq!(*sink.batches.lock(), vec![vec![0, 1], vec![2, 3]]);
