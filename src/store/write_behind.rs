@@ -546,6 +546,20 @@ mod tests {
         assert!(sink3.batches.lock().is_empty());
     }
 
+    /// A queue released with nothing queued (a new session without a
+    /// seed) arms no deadline: its first append, however much later, arms
+    /// its own and is written by itself. (A deadline armed at the release
+    /// would pass with nothing to write, and the append after it would
+    /// find a deadline set and never arm one.)
+    #[test]
+    fn a_queue_released_empty_writes_its_first_append_by_itself() {
+        let (sink, c) = controller(10);
+        std::thread::sleep(Duration::from_millis(50));
+        c.enqueue([ev(0)]).unwrap();
+        wait_for(|| !sink.batches.lock().is_empty());
+        assert_eq!(*sink.batches.lock(), vec![vec![0]]);
+    }
+
     #[test]
     fn appends_inside_one_window_make_one_batch() {
         let (sink, c) = controller(40);
