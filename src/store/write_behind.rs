@@ -560,6 +560,26 @@ mod tests {
         assert_eq!(*sink.batches.lock(), vec![vec![0]]);
     }
 
+    /// A flush leaves its deadline scheduled; when that stale deadline
+    /// passes, events queued after the flush wait for their own. (The
+    /// check is skipped if this thread was held up past the new deadline.)
+    #[test]
+    fn a_superseded_deadline_does_not_write_early() {
+        let (sink, c) = controller(400);
+        c.enqueue([ev(0)]).unwrap();
+        c.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let armed = Instant::now();
+        c.enqueue([ev(1)]).unwrap(); // its deadline: about armed + 400 ms
+        std::thread::sleep(Duration::from_millis(200)); // the stale one passed
+        let seen = sink.batches.lock().clone();
+        if armed.elapsed() < Duration::from_millis(400) {
+            assert_eq!(seen, vec![vec![0]], "written before its own deadline");
+        }
+        wait_for(|| sink.batches.lock().len() == 2);
+        assert_eq!(*sink.batches.lock(), vec![vec![0], vec![1]]);
+    }
+
     #[test]
     fn appends_inside_one_window_make_one_batch() {
         let (sink, c) = controller(40);
