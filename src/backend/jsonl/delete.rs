@@ -289,12 +289,18 @@ mod tests {
         std::fs::create_dir_all(slot.join("s")).unwrap();
         let held = nofollow::open_dir(&slot, 2).unwrap();
         rustix::fs::flock(&held, FlockOperation::NonBlockingLockExclusive).unwrap();
-        sweep_trash(&root);
-        assert!(slot.join("s").exists(), "a delete in progress was swept");
+        kept_while_held(&root, &slot, held);
+    }
+
+    /// A sweep keeps `slot` while `held` (its locked descriptor) is open,
+    /// and removes it once it is closed.
+    fn kept_while_held(root: &Path, slot: &Path, held: OwnedFd) {
+        sweep_trash(root);
+        assert!(slot.exists(), "a delete in progress was swept");
         drop(held);
-        sweep_trash(&root);
+        sweep_trash(root);
         assert!(!slot.exists(), "an abandoned slot was kept");
-        std::fs::remove_dir_all(&root).unwrap();
+        std::fs::remove_dir_all(root).unwrap();
     }
 
     /// A claimed slot is locked: renamed to a gone pid's name (as a
@@ -310,12 +316,7 @@ mod tests {
         assert!(slots(&root)[0].starts_with(&format!("{}.s.", std::process::id())));
         let elsewhere = trash.join(format!("{}.s.1", gone_pid()));
         std::fs::rename(&slot, &elsewhere).unwrap();
-        sweep_trash(&root);
-        assert!(elsewhere.exists(), "a delete in progress was swept");
-        drop(held);
-        sweep_trash(&root);
-        assert!(!elsewhere.exists(), "an abandoned slot was kept");
-        std::fs::remove_dir_all(&root).unwrap();
+        kept_while_held(&root, &elsewhere, held);
     }
 
     /// A sweep removes the new slot before the delete opens it, or after
