@@ -110,10 +110,8 @@ fn claim_slot(trash_fd: &OwnedFd, trash: &Path, name: &str) -> Result<(PathBuf, 
         };
         test_hook(SlotStep::Opened, &slot);
         // Another process sweeping this very slot holds its lock: take a
-        // new one. Any other failure is a file system without `flock`.
-        if rustix::fs::flock(&slot_fd, FlockOperation::NonBlockingLockExclusive)
-            == Err(rustix::io::Errno::WOULDBLOCK)
-        {
+        // new one.
+        if !lock_slot(&slot_fd) {
             continue;
         }
         let links = rustix::fs::fstat(&slot_fd)
@@ -131,6 +129,15 @@ fn claim_slot(trash_fd: &OwnedFd, trash: &Path, name: &str) -> Result<(PathBuf, 
         ),
         std::io::Error::from(std::io::ErrorKind::Interrupted),
     ))
+}
+
+/// Takes the exclusive `flock` of an open slot; `false` when another
+/// open of it (a delete, a sweep) holds it. Any other failure is a file
+/// system without `flock`: `true`, the slot unlocked (the pid rule alone
+/// protects it).
+fn lock_slot(slot_fd: &OwnedFd) -> bool {
+    rustix::fs::flock(slot_fd, FlockOperation::NonBlockingLockExclusive)
+        != Err(rustix::io::Errno::WOULDBLOCK)
 }
 
 /// Where [`claim_slot`] stands when its test hook runs.
@@ -169,7 +176,8 @@ pub fn sweep_trash(root: &Path) {
 /// nobody holds (a delete in progress, maybe in another pid namespace,
 /// holds it). Best effort.
 fn sweep_leftovers(trash: &Path) {
-    let Ok(entries) = std::fs::read_dir(trash) else {
+    let (Ok(trash_fd), Ok(entries)) = (nofollow::open_dir(trash, 1), std::fs::read_dir(trash))
+    else {
         return;
     };
     for entry in entries.flatten() {
@@ -184,17 +192,14 @@ fn sweep_leftovers(trash: &Path) {
         if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
-        let path = entry.path();
-        let Ok(slot_fd) = nofollow::open_dir(&path, 2) else {
+        let Ok(slot_fd) = nofollow::dir_at(&trash_fd, &name) else {
             continue;
         };
-        if rustix::fs::flock(&slot_fd, FlockOperation::NonBlockingLockExclusive)
-            == Err(rustix::io::Errno::WOULDBLOCK)
-        {
+        if !lock_slot(&slot_fd) {
             continue;
         }
         // Held until the tree is gone (the descriptor drops after).
-        let _ = std::fs::remove_dir_all(&path);
+        let _ = std::fs::remove_dir_all(entry.path());
         drop(slot_fd);
     }
 }
