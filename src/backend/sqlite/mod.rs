@@ -599,7 +599,8 @@ mod tests {
     use crate::model::json::JsonText;
     use rusqlite::params;
 
-    fn backend_with(ids: &[&str]) -> SqliteBackend {
+    /// An in-memory store holding `ids`, each with one event and cwd `/w`.
+    pub(super) fn backend_with(ids: &[&str]) -> SqliteBackend {
         let be = SqliteBackend::open(&SqliteConfig::memory()).unwrap();
         for id in ids {
             let mut h = SessionHeader::new(*id, 5);

@@ -782,4 +782,59 @@ mod tests {
         }
         assert!(is_uuid_bytes(good.as_bytes()));
     }
+
+    /// The ids of the rows that leave the listing's first query after
+    /// `sql` changed them ([`not_plain`] names each by its rowid).
+    fn leaving_the_first_query(ids: &[&str], sql: &str) -> Vec<String> {
+        let be = super::super::tests::backend_with(ids);
+        be.with_conn(|c| {
+            c.execute_batch(sql).unwrap();
+            let mut stmt = c.prepare(LIST_PLAIN_SQL).unwrap();
+            let mut rows = stmt.query([]).unwrap();
+            let mut left = Vec::new();
+            while let Some(r) = rows.next().unwrap() {
+                let id: String = r.get(0).unwrap();
+                if let Some(at) = not_plain(r).unwrap() {
+                    assert_eq!(at, r.get::<_, i64>(6).unwrap(), "{id}");
+                    left.push(id);
+                }
+            }
+            Ok(left)
+        })
+        .unwrap()
+    }
+
+    /// Which rows the listing's first query keeps: a row that needs its
+    /// other columns, or whose revision columns the original refuses,
+    /// leaves it; every other row stays (the fast path most listings take
+    /// from start to end).
+    #[test]
+    fn plain_rows_stay_on_the_first_query_and_others_leave_it() {
+        let ids = [
+            "plain", "version", "parent", "seed", "origin", "depth", "preset", "inc", "rev",
+            "revneg", "nocwd",
+        ];
+        let left = leaving_the_first_query(
+            &ids,
+            "UPDATE sessions SET version = 1 WHERE id = 'version';
+             UPDATE sessions SET parent_session = 'p' WHERE id = 'parent';
+             UPDATE sessions SET seed_length = 0 WHERE id = 'seed';
+             UPDATE sessions SET origin = 'subagent' WHERE id = 'origin';
+             UPDATE sessions SET delegation_depth = 0 WHERE id = 'depth';
+             UPDATE sessions SET agent_preset = 'a' WHERE id = 'preset';
+             UPDATE sessions SET incarnation = upper(incarnation) || 'x' WHERE id = 'inc';
+             UPDATE sessions SET revision = 9007199254740992 WHERE id = 'rev';
+             UPDATE sessions SET revision = -1 WHERE id = 'revneg';
+             UPDATE sessions SET cwd = NULL WHERE id = 'nocwd';",
+        );
+        assert_eq!(left, &ids[1..10]);
+        // The boundary revisions and an upper-case incarnation are plain.
+        let left = leaving_the_first_query(
+            &["zero", "max", "upper"],
+            "UPDATE sessions SET revision = 0 WHERE id = 'zero';
+             UPDATE sessions SET revision = 9007199254740991 WHERE id = 'max';
+             UPDATE sessions SET incarnation = upper(incarnation) WHERE id = 'upper';",
+        );
+        assert!(left.is_empty(), "{left:?}");
+    }
 }
