@@ -837,4 +837,61 @@ mod tests {
         );
         assert!(left.is_empty(), "{left:?}");
     }
+
+    /// [`FetchBounds`] refuses the row that brings the bytes a read has
+    /// fetched over `maxLogBytes` (before the decoded size is known), naming
+    /// its seq; rows storing exactly the limit are read.
+    #[test]
+    fn fetched_rows_are_bounded_by_the_log_limit() {
+        use crate::backend::{Backend, Expect};
+        use crate::model::event::EventType;
+        use crate::model::json::JsonText;
+        let be = super::super::SqliteBackend::open(&super::super::SqliteConfig::memory()).unwrap();
+        let events: Vec<Event> = (0..3u64)
+            .map(|seq| {
+                let data = format!("{{\"turn\":1,\"pad\":\"{}\"}}", "x".repeat(seq as usize));
+                Event::new(
+                    EventType::known("turn/start"),
+                    seq,
+                    1,
+                    JsonText::from_trusted(data),
+                )
+            })
+            .collect();
+        be.append(&SessionHeader::new("s", 5), &events, Expect::New)
+            .unwrap();
+        let fetch_all = |limits: &Limits| -> Result<(Vec<u64>, u64)> {
+            be.with_conn(|c| {
+                let mut stmt = c
+                    .prepare(&format!("SELECT {ROW_COLUMNS} FROM events ORDER BY seq"))
+                    .unwrap();
+                let mut rows = stmt.query([]).unwrap();
+                let mut bounds = FetchBounds::new(limits, "db", "s");
+                let mut seqs = Vec::new();
+                while let Some(r) = rows.next().unwrap() {
+                    seqs.push(bounds.row(r)?.seq as u64);
+                }
+                Ok((seqs, bounds.stored))
+            })
+        };
+        let (seqs, stored) = fetch_all(&Limits::default()).unwrap();
+        assert_eq!(seqs, [0, 1, 2]);
+        let exact = Limits {
+            max_log_bytes: stored,
+            ..Limits::default()
+        };
+        assert_eq!(fetch_all(&exact).unwrap(), (seqs, stored));
+        let under = Limits {
+            max_log_bytes: stored - 1,
+            ..Limits::default()
+        };
+        let err = fetch_all(&under).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!(
+                "limit of {} bytes (its rows up to seq 2 store more)",
+                stored - 1
+            )),
+            "{err}"
+        );
+    }
 }
