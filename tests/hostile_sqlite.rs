@@ -311,6 +311,17 @@ fn reads_work_on_a_read_only_mount_and_a_full_disk() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::copy(src.join("s.db"), full.join("s.db")).unwrap();
+    // A database whose commits are all still in its `-wal` (copied while
+    // its writer has it open): the fallback must read the log through the
+    // WAL, not the main file alone (`immutable` would ignore the WAL).
+    let writer = open(&src.join("w.db"));
+    let mut h = SessionHeader::new("w", 1);
+    h.cwd = Some("/w".into());
+    writer.create(h).unwrap();
+    writer.append_json("w", TURN).unwrap();
+    std::fs::copy(src.join("w.db"), full.join("w.db")).unwrap();
+    std::fs::copy(src.join("w.db-wal"), full.join("w.db-wal")).unwrap();
+    writer.close().unwrap();
     // Fill the disk.
     let mut filler = std::fs::File::create(full.join("fill")).unwrap();
     let block = vec![0u8; 4096];
@@ -322,4 +333,8 @@ fn reads_work_on_a_read_only_mount_and_a_full_disk() {
     assert_eq!(store.inspect("s").unwrap().events.len(), 3);
     store.close().unwrap();
     assert_eq!(files_in(&full), before, "a read left files behind");
+    let store = open(&full.join("w.db"));
+    assert_eq!(store.list().unwrap().len(), 1);
+    assert_eq!(store.inspect("w").unwrap().events.len(), 3);
+    store.close().unwrap();
 }
