@@ -580,6 +580,31 @@ mod tests {
         })
     }
 
+    /// Every open passes [`Database::flags`]: SQLite itself then refuses a
+    /// symbolic link put in place of the file after our checks ran.
+    #[test]
+    fn the_open_flags_refuse_a_symlink_swapped_in() {
+        let dir = Dir::new("nofollow");
+        let path = initialised(&dir, JournalMode::Wal);
+        let link = dir.0.join("link.db");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let flags = Database::flags() | OpenFlags::SQLITE_OPEN_READ_WRITE;
+        let err = Connection::open_with_flags(&link, flags)
+            .and_then(|c| c.query_row("SELECT count(*) FROM sessions", [], |r| r.get::<_, i64>(0)))
+            .unwrap_err();
+        assert_eq!(
+            err.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::CannotOpen),
+            "{err}"
+        );
+        // The file itself opens with the same flags.
+        let c = Connection::open_with_flags(&path, flags).unwrap();
+        let n: i64 = c
+            .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 0);
+    }
+
     #[test]
     fn a_read_finding_the_connection_busy_runs_beside_it() {
         let dir = Dir::new("side");
