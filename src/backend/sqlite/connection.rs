@@ -628,6 +628,27 @@ mod tests {
         );
     }
 
+    /// However many reads ran side by side, at most [`SIDE_CONNECTIONS`]
+    /// idle connections stay open, and none once the store is closed.
+    #[test]
+    fn at_most_two_side_connections_are_kept() {
+        let dir = Dir::new("side-bound");
+        let path = initialised(&dir, JournalMode::Wal);
+        let db = open(&path, JournalMode::Wal);
+        let side: Vec<_> = (0..SIDE_CONNECTIONS + 2)
+            .map(|_| db.side_connection().expect("a side connection").0)
+            .collect();
+        for conn in side {
+            db.return_side(conn);
+        }
+        assert_eq!(db.side.lock().idle.len(), SIDE_CONNECTIONS);
+        let (conn, _) = db.side_connection().unwrap();
+        assert_eq!(db.side.lock().idle.len(), SIDE_CONNECTIONS - 1);
+        db.close().unwrap();
+        db.return_side(conn);
+        assert!(db.side.lock().idle.is_empty());
+    }
+
     #[test]
     fn side_connections_are_checked_like_the_first() {
         let dir = Dir::new("side-checks");
