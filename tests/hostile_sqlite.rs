@@ -274,6 +274,20 @@ fn reads_work_on_a_read_only_mount_and_a_full_disk() {
         std::fs::create_dir(d).unwrap();
     }
     stored(&src.join("s.db"));
+    // A database whose commits are all still in its `-wal` (copied, without
+    // its `-shm`, while its writer has it open): a read must see them
+    // through the WAL, not the main file alone (`immutable` would ignore
+    // the WAL).
+    let live = dir.path().join("live");
+    std::fs::create_dir(&live).unwrap();
+    let writer = open(&live.join("w.db"));
+    let mut h = SessionHeader::new("w", 1);
+    h.cwd = Some("/w".into());
+    writer.create(h).unwrap();
+    writer.append_json("w", TURN).unwrap();
+    std::fs::copy(live.join("w.db"), src.join("w.db")).unwrap();
+    std::fs::copy(live.join("w.db-wal"), src.join("w.db-wal")).unwrap();
+    writer.close().unwrap();
     if !run(&[
         "mount",
         "--bind",
@@ -297,6 +311,16 @@ fn reads_work_on_a_read_only_mount_and_a_full_disk() {
     let e = store.append_json("s", "[]");
     assert!(e.is_ok() || e.unwrap_err().kind() == ErrorKind::Io);
     store.close().unwrap();
+    // There SQLite cannot read the `-wal` without a `-shm`: refused, not
+    // read without its commits.
+    let e = Store::open_json(&format!(
+        r#"{{"backend":"sqlite","path":{}}}"#,
+        serde_json::to_string(&ro.join("w.db")).unwrap()
+    ))
+    .err()
+    .expect("the store was opened");
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(e.to_string().contains("w.db-wal\" holds commits"), "{e}");
 
     assert!(run(&[
         "mount",
@@ -311,17 +335,8 @@ fn reads_work_on_a_read_only_mount_and_a_full_disk() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::copy(src.join("s.db"), full.join("s.db")).unwrap();
-    // A database whose commits are all still in its `-wal` (copied while
-    // its writer has it open): the fallback must read the log through the
-    // WAL, not the main file alone (`immutable` would ignore the WAL).
-    let writer = open(&src.join("w.db"));
-    let mut h = SessionHeader::new("w", 1);
-    h.cwd = Some("/w".into());
-    writer.create(h).unwrap();
-    writer.append_json("w", TURN).unwrap();
     std::fs::copy(src.join("w.db"), full.join("w.db")).unwrap();
     std::fs::copy(src.join("w.db-wal"), full.join("w.db-wal")).unwrap();
-    writer.close().unwrap();
     // Fill the disk.
     let mut filler = std::fs::File::create(full.join("fill")).unwrap();
     let block = vec![0u8; 4096];

@@ -11,7 +11,8 @@
 //! - **Read-only media and full disks.** A WAL database normally needs its
 //!   `-shm` file, which cannot be created on a read-only mount or a full
 //!   disk. When the normal open fails there, a read falls back to the file
-//!   opened `immutable` (a read-only mount: nobody can change it) or with
+//!   opened `immutable` (a read-only mount: nobody can change it; refused
+//!   when a `-wal` holds frames, which `immutable` would not read) or with
 //!   `locking_mode = EXCLUSIVE` (no `-shm`, a heap wal-index, and a lock
 //!   that keeps writers out while the read runs; the connection is closed
 //!   after each read, so writers wait no longer than one read).
@@ -142,6 +143,22 @@ fn disk_full(dir: &Path) -> bool {
     rustix::fs::statvfs(dir).is_ok_and(|v| v.f_bavail.saturating_mul(v.f_frsize) < 1 << 20)
 }
 
+/// Fails when `file` has a `-wal` holding frames (commits that may not be
+/// in the main file yet): the read-only fallback cannot read them without
+/// the `-shm` SQLite could not open, so it must not read at all.
+fn wal_free(file: &Path, label: &str) -> Result<()> {
+    let mut wal = file.as_os_str().to_os_string();
+    wal.push("-wal");
+    // A WAL's header is 32 bytes; each frame follows it.
+    match std::fs::symlink_metadata(&wal) {
+        Ok(m) if m.len() > 32 => Err(Error::io_msg(format!(
+            "{label}: cannot read on this read-only mount: {} holds commits that may not be in the database file yet, and SQLite cannot read them without creating its -shm file; mount it read-write (or copy the database with its -wal elsewhere) and read again",
+            quote(&PathBuf::from(wal).display().to_string())
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn read_only_mount(dir: &Path) -> bool {
     rustix::fs::statvfs(dir).is_ok_and(|v| v.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY))
 }
@@ -260,6 +277,9 @@ impl Database {
             Ok((conn, ident)) => Ok((conn, ident, false)),
             Err(first) if first.kind() == crate::ErrorKind::Io => {
                 let fallback = if read_only_mount(&dir) {
+                    // `immutable` reads the main file alone: commits still
+                    // in a `-wal` would be silently missing.
+                    wal_free(file, &self.label)?;
                     Connection::open_with_flags(
                         uri(file, "mode=ro&immutable=1"),
                         Self::flags()
