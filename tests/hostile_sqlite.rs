@@ -276,8 +276,8 @@ fn reads_work_on_a_read_only_mount_and_a_full_disk() {
     stored(&src.join("s.db"));
     // A database whose commits are all still in its `-wal` (copied, without
     // its `-shm`, while its writer has it open): a read must see them
-    // through the WAL, not the main file alone (`immutable` would ignore
-    // the WAL).
+    // through the WAL or refuse, never read the main file alone (as an
+    // `immutable` open does).
     let live = dir.path().join("live");
     std::fs::create_dir(&live).unwrap();
     let writer = open(&live.join("w.db"));
