@@ -185,16 +185,22 @@ fn check_file_meta(path: &Path, meta: &fs::Metadata, uid: u32) -> Result<()> {
 /// The files SQLite opens beside a database by name.
 const COMPANIONS: [&str; 3] = ["-journal", "-wal", "-shm"];
 
+/// The companion file `suffix` (one of [`COMPANIONS`]) of the database at
+/// `path`: its name with the suffix appended.
+pub fn companion(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// Refuses a companion file of the database at `path` that exists and is
 /// not a regular file: SQLite opens it by name, following a link, and its
 /// hot-journal check opens `-journal` read-only, which waits for good on
 /// a FIFO. (An `lstat` each; a missing companion is the usual case.)
 fn check_companions(path: &Path) -> Result<()> {
     for suffix in COMPANIONS {
-        let mut name = path.as_os_str().to_owned();
-        name.push(suffix);
-        let companion = Path::new(&name);
-        match fs::symlink_metadata(companion) {
+        let companion = companion(path, suffix);
+        match fs::symlink_metadata(&companion) {
             Ok(meta) if !meta.is_file() => {
                 return Err(Error::invalid(format!(
                     "{} beside session database {} is not a regular file (a link, FIFO, socket or directory was put there; SQLite would open it as part of the database): remove it",

@@ -147,13 +147,12 @@ fn disk_full(dir: &Path) -> bool {
 /// in the main file yet): the read-only fallback cannot read them without
 /// the `-shm` SQLite could not open, so it must not read at all.
 fn wal_free(file: &Path, label: &str) -> Result<()> {
-    let mut wal = file.as_os_str().to_os_string();
-    wal.push("-wal");
+    let wal = access::companion(file, "-wal");
     // A WAL's header is 32 bytes; each frame follows it.
     match std::fs::symlink_metadata(&wal) {
         Ok(m) if m.len() > 32 => Err(Error::io_msg(format!(
             "{label}: cannot read on this read-only mount: {} holds commits that may not be in the database file yet, and SQLite cannot read them without creating its -shm file; mount it read-write (or copy the database with its -wal elsewhere) and read again",
-            quote(&PathBuf::from(wal).display().to_string())
+            quote(&wal.display().to_string())
         ))),
         _ => Ok(()),
     }

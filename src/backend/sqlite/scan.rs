@@ -182,8 +182,7 @@ pub fn probe_file(path: &Path) -> Result<Probe> {
     id.copy_from_slice(&head[APPLICATION_ID_OFFSET..APPLICATION_ID_OFFSET + 4]);
     let application_id = u32::from_be_bytes(id);
     if application_id != APPLICATION_ID as u32 {
-        let mut wal = path.as_os_str().to_owned();
-        wal.push("-wal");
+        let wal = super::access::companion(path, "-wal");
         if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
             if let Some(from_wal) = application_id_from_connection(path) {
                 return Ok(Probe::Sqlite {
