@@ -185,7 +185,7 @@ fn check_file_meta(path: &Path, meta: &fs::Metadata, uid: u32) -> Result<()> {
 /// The files SQLite opens beside a database by name.
 const COMPANIONS: [&str; 3] = ["-journal", "-wal", "-shm"];
 
-/// The companion file `suffix` (one of [`COMPANIONS`]) of the database at
+/// The companion file `suffix` (`-journal`, `-wal`, `-shm`) of the database at
 /// `path`: its name with the suffix appended.
 pub fn companion(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
