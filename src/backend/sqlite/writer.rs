@@ -191,10 +191,16 @@ pub fn append(
             charge: Some(charge),
         },
     };
-    crate::fault::check(crate::fault::Op::SqliteCommit).map_err(|e| Error::io(label, e))?;
-    let committed = tx
-        .commit()
-        .and_then(|()| crate::fault::check(crate::fault::Op::SqliteCommitAck).map_err(ack_error));
+    let committed = match crate::fault::check(crate::fault::Op::SqliteCommit) {
+        Ok(()) => tx.commit().and_then(|()| {
+            crate::fault::check(crate::fault::Op::SqliteCommitAck).map_err(commit_fault)
+        }),
+        // An injected failed `COMMIT`: rolled back, settled like a real one.
+        Err(e) => {
+            drop(tx);
+            Err(commit_fault(e))
+        }
+    };
     if let Err(e) = committed {
         let e = sql_error(
             label,
@@ -206,9 +212,11 @@ pub fn append(
     Ok((rev, written))
 }
 
-/// An injected lost commit acknowledgement (`Op::SqliteCommitAck`): the
-/// commit happened, the caller is told it failed.
-fn ack_error(e: std::io::Error) -> rusqlite::Error {
+/// An injected `COMMIT` failure, as SQLite reports a failed write: a
+/// failed `COMMIT` (`Op::SqliteCommit`, rolled back) or a lost commit
+/// acknowledgement (`Op::SqliteCommitAck`: the commit happened, the caller
+/// is told it failed).
+fn commit_fault(e: std::io::Error) -> rusqlite::Error {
     rusqlite::Error::SqliteFailure(
         rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR_FSYNC),
         Some(e.to_string()),
