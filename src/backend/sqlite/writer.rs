@@ -308,3 +308,48 @@ pub fn commit_repair(
     })?;
     Ok(rev)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::event::EventType;
+    use crate::model::json::JsonText;
+
+    fn turn(n: u64) -> Event {
+        Event::new(
+            EventType::known("turn/start"),
+            0,
+            1,
+            JsonText::from_trusted(format!("{{\"turn\":{n}}}").as_str()),
+        )
+    }
+
+    /// A failed `COMMIT` settles as committed only when the stored session
+    /// is at the append's revision *and* holds its last event: another
+    /// writer's commit that reached the same revision with a different event
+    /// at that seq leaves the error standing.
+    #[test]
+    fn a_commit_is_settled_by_its_revision_and_its_last_event() {
+        // Session "s" holds `turn(1)` at seq 0.
+        let be = super::super::tests::backend_with(&["s"]);
+        let failed = || Error::io_msg("the commit failed");
+        be.with_conn(|c| {
+            let row = reader::session_row(c, "db", "s")?.expect("stored");
+            let at = (row.incarnation.clone(), row.revision);
+            let limits = Limits::default();
+            let settle = |c: &mut Connection, event: Event, at: &(String, i64)| {
+                settle_commit(c, "db", "s", &[event], at, failed(), &limits)
+            };
+            // The wrong event at the right revision, the right event at
+            // another revision or incarnation: not this append.
+            let theirs = turn(2);
+            assert!(settle(c, theirs, &at).is_err());
+            assert!(settle(c, turn(1), &(at.0.clone(), at.1 + 1)).is_err());
+            assert!(settle(c, turn(1), &("other".into(), at.1)).is_err());
+            // Its event at its revision: committed.
+            assert_eq!(settle(c, turn(1), &at)?, at);
+            Ok(())
+        })
+        .unwrap();
+    }
+}
