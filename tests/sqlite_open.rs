@@ -393,6 +393,24 @@ fn symlinks_and_non_regular_files_are_refused() {
     assert!(e.to_string().contains("is not a directory"), "{e}");
 }
 
+/// A database whose name cannot even be looked up (here: longer than a
+/// file name may be) is an error naming it, not a store with no sessions:
+/// only "no such file" means there is nothing yet.
+#[test]
+fn a_name_that_cannot_be_looked_up_is_an_error_not_an_empty_store() {
+    let tmp = TempDir::new("open-lookup");
+    let path = tmp.path().join(format!("{}.db", "s".repeat(300)));
+    let e = SqliteBackend::open(&config(&path))
+        .err()
+        .expect("a name lstat refuses was opened as an empty store");
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(
+        e.to_string().contains("cannot inspect session database"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("File name too long"), "{e}");
+}
+
 #[test]
 fn busy_database_times_out_as_busy() {
     let (_tmp, path, _b) = fresh_db("open-busy");
