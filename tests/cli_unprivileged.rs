@@ -148,9 +148,24 @@ fn a_user_writes_and_reads_their_own_stores_and_is_refused_anothers() {
         assert_eq!(r.code, 0, "{ctx}: load: {}", r.stderr);
         let r = run_as_user(&["verify", flag, &store]).unwrap();
         assert_eq!(r.code, 0, "{ctx}: verify: {}{}", r.stdout, r.stderr);
+        // A search (it keeps its index in the store's cache directory),
+        // then a delete of the imported session.
+        let r = run_as_user(&["--json", "search", flag, &store, "hi"]).unwrap();
+        assert_eq!(r.code, 0, "{ctx}: search: {}", r.stderr);
+        assert!(r.stdout.contains("imp"), "{ctx}: search: {}", r.stdout);
+        let r = run_as_user(&["--json", "delete", "--yes", flag, &store, "imp"]).unwrap();
+        assert_eq!(r.code, 0, "{ctx}: delete: {}", r.stderr);
+        let r = run_as_user(&["--json", "list", flag, &store]).unwrap();
+        assert_eq!(
+            r.json().as_array().map(Vec::len),
+            Some(sessions - 1),
+            "{ctx}"
+        );
     }
-    // Everything made is the user's; the database and its companions are
-    // private to them.
+    // Everything made is the user's (the caches beside the stores too); the
+    // database is private to them.
+    assert!(home.join("s.db.dsh-persist-cache").is_dir());
+    assert!(home.join("raw/.dsh-persist-cache").is_dir());
     for path in tree(&home) {
         let meta = std::fs::symlink_metadata(&path).unwrap();
         assert_eq!(meta.uid(), USER, "{} is not the user's", path.display());
