@@ -173,6 +173,31 @@ fn a_user_writes_and_reads_their_own_stores_and_is_refused_anothers() {
     let db = std::fs::metadata(home.join("s.db")).unwrap();
     assert_eq!(db.mode() & 0o077, 0, "mode {:o}", db.mode());
 
+    // Stores behind a directory of the user's that they may not search
+    // (mode 0600): the permission error, not "does not exist".
+    let locked = home.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::copy(home.join("s.db"), locked.join("s.db")).unwrap();
+    std::fs::create_dir(locked.join("root")).unwrap();
+    for p in [locked.join("s.db"), locked.join("root"), locked.clone()] {
+        std::os::unix::fs::chown(&p, Some(USER), Some(USER)).unwrap();
+    }
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for (flag, name, what) in [
+        ("--sqlite", "s.db", "SQLite database"),
+        ("--jsonl", "root", "JSONL root"),
+    ] {
+        let store = locked.join(name);
+        let r = run_as_user(&["--json", "list", flag, store.to_str().unwrap()]).unwrap();
+        let (kind, message) = r.error();
+        assert_eq!((r.code, kind.as_str()), (1, "io"), "{message}");
+        assert!(
+            message.contains(&format!("cannot inspect {what}"))
+                && message.contains("Permission denied"),
+            "{message}"
+        );
+    }
+
     // A database another user (root) owns, in the user's own directory:
     // refused, nothing read or changed.
     let foreign = home.join("foreign.db");

@@ -26,6 +26,7 @@
 //! a PostgreSQL schema without a session store, is "not found" (exit 3)
 //! instead of the empty store the backends would create.
 
+use std::io::ErrorKind as IoKind;
 use std::path::{Path, PathBuf};
 
 use dsh_persist::Error;
@@ -61,6 +62,22 @@ pub enum Selection {
 pub enum Purpose {
     Read,
     Write,
+}
+
+/// The metadata of `path` (links followed), `None` when there is no such
+/// file (or a file stands where a directory should be on the way); any
+/// other failure (a directory on the way the user may not search, a name
+/// too long, a loop of links) is an `io` error saying so, not "does not
+/// exist".
+fn looked_up(path: &Path, what: &str) -> Result<Option<std::fs::Metadata>, Error> {
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if matches!(e.kind(), IoKind::NotFound | IoKind::NotADirectory) => Ok(None),
+        Err(e) => Err(Error::io(
+            format!("cannot inspect {what} {}", shown(path)),
+            e,
+        )),
+    }
 }
 
 fn shown(p: &Path) -> String {
@@ -306,7 +323,7 @@ impl Selection {
     pub fn check_exists(&self) -> Result<(), Error> {
         match self {
             Selection::Jsonl(root, _) => {
-                if !root.is_dir() {
+                if !looked_up(root, "JSONL root")?.is_some_and(|m| m.is_dir()) {
                     return Err(Error::not_found(format!(
                         "JSONL root {} does not exist or is not a directory",
                         shown(root)
@@ -314,7 +331,7 @@ impl Selection {
                 }
             }
             Selection::Sqlite(file) => {
-                if !file.is_file() {
+                if !looked_up(file, "SQLite database")?.is_some_and(|m| m.is_file()) {
                     return Err(Error::not_found(format!(
                         "SQLite database {} does not exist or is not a file",
                         shown(file)
