@@ -409,6 +409,27 @@ fn a_name_that_cannot_be_looked_up_is_an_error_not_an_empty_store() {
         "{e}"
     );
     assert!(e.to_string().contains("File name too long"), "{e}");
+    // The same for its directory: one that cannot be looked up (a name too
+    // long, a loop of links; for an ordinary user also one they may not
+    // search) is not a directory still to make.
+    let long = tmp.path().join("d".repeat(300)).join("s.db");
+    let looped = tmp.path().join("loop");
+    std::os::unix::fs::symlink(&looped, &looped).unwrap();
+    for (path, why) in [
+        (long, "File name too long"),
+        (looped.join("s.db"), "symbolic links"),
+    ] {
+        let e = SqliteBackend::open(&config(&path))
+            .err()
+            .expect("a parent lstat refuses was taken for a missing one");
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        assert!(
+            e.to_string()
+                .contains("cannot inspect session database parent"),
+            "{e}"
+        );
+        assert!(e.to_string().contains(why), "{e}");
+    }
 }
 
 #[test]

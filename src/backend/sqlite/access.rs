@@ -50,6 +50,25 @@ pub fn is_private_dir(meta: &fs::Metadata, uid: u32) -> bool {
     meta.uid() == uid && meta.mode() & 0o022 == 0
 }
 
+/// Whether the directory holding `path` is there: `Ok(false)` when it is
+/// missing (the first write makes it). Any other failed lookup (a directory
+/// on the way this user may not search, a name too long, a loop of links)
+/// is an error: a store that cannot be reached is not an empty one.
+pub fn parent_is_there(path: &Path) -> Result<bool> {
+    let parent = parent_dir(path);
+    match fs::metadata(&parent) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == IoKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io(
+            format!(
+                "cannot inspect session database parent {}",
+                quote(&parent.display().to_string())
+            ),
+            e,
+        )),
+    }
+}
+
 /// Checks the parent directory of the database file.
 pub fn check_parent(path: &Path, uid: u32) -> Result<()> {
     let parent = parent_dir(path);

@@ -191,12 +191,9 @@ impl Database {
         }
         let path = plain(Path::new(path));
         let uid = access::current_uid()?;
-        let parent = access::parent_dir(&path);
-        if parent.exists() && !parent.is_dir() {
-            // Refused as "not a directory" (a missing one is made later).
-            access::check_parent(&path, uid)?;
-        }
-        if parent.is_dir() {
+        // A missing parent is made at the first write; one that is not a
+        // directory is refused by `check_parent`.
+        if access::parent_is_there(&path)? {
             let file = resolved(&path)?;
             access::check_parent(&file, uid)?;
             if access::check_existing(&file, uid)? {
@@ -389,7 +386,7 @@ impl Database {
                     let Some(path) = &self.path else {
                         return Err(Error::invariant("an in-memory database was never opened"));
                     };
-                    if !access::parent_dir(path).is_dir() {
+                    if !access::parent_is_there(path)? {
                         return Ok(None);
                     }
                     let file = resolved(path)?;
