@@ -36,7 +36,9 @@ pub enum Op {
     Truncate,
     /// Removing a file (the temp file after `link`).
     Unlink,
-    /// Executing `COMMIT` of a SQLite write transaction.
+    /// Executing `COMMIT` of a SQLite write transaction: a failure here is
+    /// a `COMMIT` that failed and rolled back (an append then checks what
+    /// is stored, as after a real failed commit; a repair fails).
     SqliteCommit,
     /// The reply to a PostgreSQL `COMMIT` that did commit (a failure here
     /// is a reply lost with the connection: the batch is stored, but the
