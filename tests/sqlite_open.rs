@@ -432,6 +432,31 @@ fn a_name_that_cannot_be_looked_up_is_an_error_not_an_empty_store() {
     }
 }
 
+/// A name that fits the file system but leaves no room for SQLite's
+/// `-journal` (or `-wal`) beside it: refused at the first write, before
+/// anything (the directory, the file) is made.
+#[test]
+fn a_name_with_no_room_for_the_journal_is_refused_before_anything_is_made() {
+    let tmp = TempDir::new("open-room");
+    let dir = tmp.path().join("new");
+    let name = format!("{}.db", "s".repeat(247));
+    let b = SqliteBackend::open(&config(&dir.join(&name))).unwrap();
+    let e = b
+        .append(&SessionHeader::new("s", 5), &tiny_batch(), Expect::New)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.to_string().contains("is 250 bytes long"), "{e}");
+    assert!(e.to_string().contains("at most 247 bytes"), "{e}");
+    assert!(!dir.exists(), "the directory was made");
+    // At the limit it works, its WAL beside it.
+    let name = format!("{}.db", "s".repeat(244));
+    let b = SqliteBackend::open(&config(&dir.join(&name))).unwrap();
+    b.append(&SessionHeader::new("s", 5), &tiny_batch(), Expect::New)
+        .unwrap();
+    assert_eq!(b.list().unwrap().len(), 1);
+    b.close().unwrap();
+}
+
 #[test]
 fn busy_database_times_out_as_busy() {
     let (_tmp, path, _b) = fresh_db("open-busy");

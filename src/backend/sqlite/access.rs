@@ -212,6 +212,27 @@ pub fn companion(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Refuses to create a database whose name leaves no room for SQLite's
+/// companion files: `-journal`, `-wal` and `-shm` are added to the name,
+/// and the result must fit the file system's limit on a name too. Such a
+/// database could be created, never written.
+pub fn check_name_room(path: &Path) -> Result<()> {
+    let Some(name) = path.file_name() else {
+        return Ok(());
+    };
+    let max = rustix::fs::statvfs(parent_dir(path)).map_or(255, |v| v.f_namemax);
+    let longest = COMPANIONS.iter().map(|s| s.len()).max().unwrap_or(0);
+    let room = max.saturating_sub(longest as u64);
+    if name.len() as u64 > room {
+        return Err(Error::invalid(format!(
+            "session database name {} is {} bytes long: SQLite adds \"-journal\" to it for a file of its own, and names on this file system are at most {max} bytes; use a name of at most {room} bytes",
+            quote(&name.to_string_lossy()),
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses a companion file of the database at `path` that exists and is
 /// not a regular file: SQLite opens it by name, following a link, and its
 /// hot-journal check opens `-journal` read-only, which waits for good on

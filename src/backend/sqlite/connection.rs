@@ -422,6 +422,9 @@ impl Database {
             return Err(Error::invariant("an in-memory database was never opened"));
         };
         let uid = access::current_uid()?;
+        // Before anything is made: a name with no room for SQLite's own
+        // files is refused.
+        access::check_name_room(path)?;
         let parent = access::parent_dir(path);
         crate::backend::dirs::create_dir_all(&parent)?;
         let file = resolved(path)?;
