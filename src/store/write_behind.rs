@@ -692,4 +692,33 @@ mod tests {
         assert_eq!(*sink.batches.lock(), vec![vec![0, 1, 2]]);
         assert!(matches!(c.enqueue([ev(3)]), Err(Error::Closed(_))));
     }
+
+    /// The timer thread ends before `stop` returns, and when the last
+    /// handle on the scheduler is dropped without `stop` (a store dropped
+    /// unclosed): no thread outlives its store. The thread holds the only
+    /// other reference to the scheduler's state, so the count tells.
+    #[test]
+    fn the_timer_thread_ends_with_stop_and_with_drop() {
+        for by_drop in [false, true] {
+            let s = Scheduler::start();
+            s.schedule(Instant::now() + Duration::from_secs(3600), Weak::new());
+            assert!(matches!(*s.thread.lock(), TimerThread::Running(_)));
+            let state = s.state.clone();
+            assert_eq!(Arc::strong_count(&state), 3, "the thread holds one");
+            if by_drop {
+                drop(s);
+            } else {
+                s.stop();
+                assert!(matches!(*s.thread.lock(), TimerThread::Stopped));
+                // A stopped scheduler starts no thread again.
+                s.schedule(Instant::now(), Weak::new());
+                assert!(matches!(*s.thread.lock(), TimerThread::Stopped));
+            }
+            assert_eq!(
+                Arc::strong_count(&state),
+                if by_drop { 1 } else { 2 },
+                "by drop {by_drop}: the timer thread still runs"
+            );
+        }
+    }
 }
