@@ -29,6 +29,12 @@ pub fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
+/// An `io` error of `what` (e.g. "cannot inspect session database") at
+/// `path`, with the system's reason.
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::io(format!("{what} {}", quote(&path.display().to_string())), e)
+}
+
 fn file_refusal(path: &Path) -> Error {
     Error::invalid(format!(
         "session database {} must be owned by the current user and accessible only by that user",
@@ -59,11 +65,9 @@ pub fn parent_is_there(path: &Path) -> Result<bool> {
     match fs::metadata(&parent) {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == IoKind::NotFound => Ok(false),
-        Err(e) => Err(Error::io(
-            format!(
-                "cannot inspect session database parent {}",
-                quote(&parent.display().to_string())
-            ),
+        Err(e) => Err(io_error(
+            "cannot inspect session database parent",
+            &parent,
             e,
         )),
     }
@@ -72,15 +76,8 @@ pub fn parent_is_there(path: &Path) -> Result<bool> {
 /// Checks the parent directory of the database file.
 pub fn check_parent(path: &Path, uid: u32) -> Result<()> {
     let parent = parent_dir(path);
-    let meta = fs::metadata(&parent).map_err(|e| {
-        Error::io(
-            format!(
-                "cannot inspect session database parent {}",
-                quote(&parent.display().to_string())
-            ),
-            e,
-        )
-    })?;
+    let meta = fs::metadata(&parent)
+        .map_err(|e| io_error("cannot inspect session database parent", &parent, e))?;
     if !meta.is_dir() {
         return Err(Error::invalid(format!(
             "session database parent {} is not a directory",
@@ -108,13 +105,7 @@ pub fn check_existing(path: &Path, uid: u32) -> Result<bool> {
     match fs::symlink_metadata(path) {
         Ok(meta) => check_file_meta(path, &meta, uid).map(|()| true),
         Err(e) if e.kind() == IoKind::NotFound => Ok(false),
-        Err(e) => Err(Error::io(
-            format!(
-                "cannot inspect session database {}",
-                quote(&path.display().to_string())
-            ),
-            e,
-        )),
+        Err(e) => Err(io_error("cannot inspect session database", path, e)),
     }
 }
 
@@ -135,25 +126,12 @@ pub fn prepare_file(path: &Path, uid: u32) -> Result<FileState> {
                 .open(path)
             {
                 Ok(f) => {
-                    f.sync_all().map_err(|e| {
-                        Error::io(
-                            format!(
-                                "cannot sync new session database {}",
-                                quote(&path.display().to_string())
-                            ),
-                            e,
-                        )
-                    })?;
+                    f.sync_all()
+                        .map_err(|e| io_error("cannot sync new session database", path, e))?;
                     // The umask can only remove bits; make the mode exact anyway.
-                    let meta = f.metadata().map_err(|e| {
-                        Error::io(
-                            format!(
-                                "cannot inspect new session database {}",
-                                quote(&path.display().to_string())
-                            ),
-                            e,
-                        )
-                    })?;
+                    let meta = f
+                        .metadata()
+                        .map_err(|e| io_error("cannot inspect new session database", path, e))?;
                     check_file_meta(path, &meta, uid)?;
                     // The new name must be durable before anything is
                     // acknowledged in the file (D13).
@@ -162,22 +140,10 @@ pub fn prepare_file(path: &Path, uid: u32) -> Result<FileState> {
                 }
                 // Another opener created it between our lstat and open.
                 Err(e) if e.kind() == IoKind::AlreadyExists => prepare_file(path, uid),
-                Err(e) => Err(Error::io(
-                    format!(
-                        "cannot create session database {}",
-                        quote(&path.display().to_string())
-                    ),
-                    e,
-                )),
+                Err(e) => Err(io_error("cannot create session database", path, e)),
             }
         }
-        Err(e) => Err(Error::io(
-            format!(
-                "cannot inspect session database {}",
-                quote(&path.display().to_string())
-            ),
-            e,
-        )),
+        Err(e) => Err(io_error("cannot inspect session database", path, e)),
     }
 }
 
@@ -251,10 +217,7 @@ fn check_companions(path: &Path) -> Result<()> {
             Ok(_) => {}
             Err(e) if e.kind() == IoKind::NotFound => {}
             Err(e) => {
-                return Err(Error::io(
-                    format!("cannot inspect {}", quote(&companion.display().to_string())),
-                    e,
-                ));
+                return Err(io_error("cannot inspect", &companion, e));
             }
         }
     }
