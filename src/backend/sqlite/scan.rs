@@ -206,3 +206,107 @@ fn application_id_from_connection(path: &Path) -> Option<u32> {
     drop(conn);
     Some(id as u32)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::error::ErrorKind;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "dsh-probe-{name}-{}-{:x}",
+            std::process::id(),
+            crate::backend::jsonl::revision::random_u64()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A 100-byte SQLite file header with `application_id` `id`.
+    fn header(id: u32) -> Vec<u8> {
+        let mut h = vec![0u8; 100];
+        h[..16].copy_from_slice(SQLITE_MAGIC);
+        h[APPLICATION_ID_OFFSET..APPLICATION_ID_OFFSET + 4].copy_from_slice(&id.to_be_bytes());
+        h
+    }
+
+    fn probe(dir: &Path, name: &str, bytes: &[u8]) -> Probe {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        probe_file(&path).unwrap()
+    }
+
+    #[test]
+    fn the_first_hundred_bytes_tell_the_kind_of_file() {
+        let d = temp_dir("kinds");
+        let ours = APPLICATION_ID as u32;
+        assert_eq!(probe(&d, "empty", b""), Probe::Empty);
+        // The magic, but shorter than the file header.
+        assert_eq!(probe(&d, "short", &header(ours)[..99]), Probe::NotSqlite);
+        // Longer than the header, without the magic.
+        assert_eq!(
+            probe(&d, "text", "{\"v\":1}\n".repeat(200).as_bytes()),
+            Probe::NotSqlite
+        );
+        // Exactly the header: the read stops at its end.
+        let p = probe(&d, "ours", &header(ours));
+        assert_eq!(
+            p,
+            Probe::Sqlite {
+                application_id: ours
+            }
+        );
+        assert!(p.is_session_database());
+        // A header followed by pages.
+        let mut long = header(7);
+        long.resize(4096, 0xAA);
+        let p = probe(&d, "foreign", &long);
+        assert_eq!(p, Probe::Sqlite { application_id: 7 });
+        assert!(!p.is_session_database());
+        assert!(!Probe::Empty.is_session_database());
+        assert!(!Probe::NotSqlite.is_session_database());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_read_is_an_io_error() {
+        let d = temp_dir("unreadable");
+        // A directory opens, and its read fails (EISDIR).
+        let e = probe_file(&d).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        assert!(e.to_string().contains("cannot read"), "{e}");
+        let e = probe_file(&d.join("missing")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        assert!(e.to_string().contains("cannot open"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn an_application_id_still_in_the_wal_is_read_through_a_connection() {
+        let d = temp_dir("wal");
+        let db = d.join("s.db");
+        let first = Connection::open(&db).unwrap();
+        first
+            .execute_batch("PRAGMA journal_mode = wal; CREATE TABLE t(x INTEGER);")
+            .unwrap();
+        drop(first);
+        let writer = Connection::open(&db).unwrap();
+        writer
+            .execute_batch(&format!(
+                "PRAGMA wal_autocheckpoint = 0; PRAGMA application_id = {APPLICATION_ID}; INSERT INTO t VALUES (1);"
+            ))
+            .unwrap();
+        // The precondition: the file's own header does not hold the id yet.
+        let bytes = std::fs::read(&db).unwrap();
+        assert_eq!(
+            &bytes[APPLICATION_ID_OFFSET..APPLICATION_ID_OFFSET + 4],
+            &[0; 4]
+        );
+        let p = probe_file(&db).unwrap();
+        assert!(p.is_session_database(), "{p:?}");
+        drop(writer);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
