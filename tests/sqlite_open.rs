@@ -191,23 +191,33 @@ fn other_schema_versions_are_refused() {
 
 #[test]
 fn altered_schemas_are_refused() {
-    for (tag, sql, what) in [
+    // What each change adds to the schema and what it takes from it, as
+    // the refusal names them.
+    for (tag, sql, unexpected, missing) in [
         (
             "index",
             "CREATE INDEX extra ON events(type);",
             "index extra",
+            "",
         ),
         (
             "column",
             "ALTER TABLE sessions ADD COLUMN note TEXT;",
+            "table sessions",
             "table sessions",
         ),
         (
             "table",
             "CREATE TABLE more (x INTEGER) STRICT;",
             "table more",
+            "",
         ),
-        ("drop", "DROP TABLE events;", "table events"),
+        (
+            "drop",
+            "DROP TABLE events;",
+            "",
+            "index sqlite_autoindex_events_1, table events",
+        ),
     ] {
         let (_tmp, path, b) = fresh_db(&format!("open-altered-{tag}"));
         b.close().unwrap();
@@ -217,10 +227,10 @@ fn altered_schemas_are_refused() {
         let e = refused(&path);
         assert_eq!(e.kind(), ErrorKind::Corruption, "{tag}");
         let m = e.to_string();
-        assert!(
-            m.contains("has an altered schema") && m.contains(what),
-            "{tag}: {m}"
+        let named = format!(
+            "has an altered schema (unexpected or changed: [{unexpected}]; missing or changed: [{missing}]; found: ["
         );
+        assert!(m.contains(&named), "{tag}: {m}");
     }
 }
 
