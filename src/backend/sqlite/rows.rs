@@ -133,3 +133,65 @@ impl ToSql for Value {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::limits::{Budget, Limits};
+
+    /// One event row as SQLite returns it: type 12 bytes, data 7, source
+    /// seqs 2, surface op 8: 29 stored bytes.
+    const ROW_SQL: &str = r#"SELECT 3, 'user/message', 1, '{"a":1}', x'0102', '"append"', NULL"#;
+    const STORED: u64 = 12 + 7 + 2 + 8;
+
+    fn fetch(max_record: u64) -> Fetched {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.query_row(ROW_SQL, [], |r| StoredRow::fetch(r, max_record))
+            .unwrap()
+    }
+
+    /// The check before the copy and the decoding agree at the limit: a row
+    /// storing exactly `maxRecordBytes` is read (and decodes under that
+    /// limit), one byte more is refused before anything is copied.
+    #[test]
+    fn a_row_storing_exactly_the_record_limit_is_read() {
+        let Fetched::Row(row, stored) = fetch(STORED) else {
+            panic!("a row of exactly the limit was refused");
+        };
+        assert_eq!((row.seq, stored), (3, STORED));
+        assert_eq!(row.data, Value::Text(r#"{"a":1}"#.into()));
+        let limits = Limits {
+            max_record_bytes: STORED,
+            ..Limits::default()
+        };
+        let budget = Budget::unlimited();
+        let bounds = RowBounds {
+            limits: &limits,
+            budget: &budget,
+        };
+        decode_row_bounded(&row, &bounds).expect("decodes under the same limit");
+        match fetch(STORED - 1) {
+            Fetched::TooLong { seq, stored } => assert_eq!((seq, stored), (3, STORED)),
+            Fetched::Row(..) => panic!("a row over the limit was copied"),
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_reads_with_replacement_characters() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let (text, required, value): (Option<String>, String, Value) = conn
+            .query_row(
+                "SELECT CAST(x'61ff62' AS TEXT), CAST(x'61ff62' AS TEXT), CAST(x'61ff62' AS TEXT)",
+                [],
+                |r| Ok((text_lossy(r, 0)?, text_lossy_required(r, 1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(text.as_deref(), Some("a\u{FFFD}b"));
+        assert_eq!(required, "a\u{FFFD}b");
+        assert_eq!(value, Value::Text("a\u{FFFD}b".into()));
+        let none: Option<String> = conn
+            .query_row("SELECT NULL", [], |r| text_lossy(r, 0))
+            .unwrap();
+        assert_eq!(none, None);
+    }
+}
