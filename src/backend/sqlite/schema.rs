@@ -482,8 +482,20 @@ mod tests {
 
     #[test]
     fn journal_mode_parses() {
-        assert_eq!(JournalMode::parse("WAL").unwrap(), JournalMode::Wal);
-        assert_eq!(JournalMode::parse("persist").unwrap(), JournalMode::Persist);
-        assert!(JournalMode::parse("off").is_err());
+        for mode in [
+            JournalMode::Wal,
+            JournalMode::Delete,
+            JournalMode::Truncate,
+            JournalMode::Persist,
+        ] {
+            let name = mode.as_str();
+            assert_eq!(JournalMode::parse(name).unwrap(), mode);
+            assert_eq!(JournalMode::parse(&name.to_uppercase()).unwrap(), mode);
+        }
+        let e = JournalMode::parse("off").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"journalMode must be one of wal, delete, truncate, persist (got "off")"#
+        );
     }
 }
