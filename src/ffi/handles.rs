@@ -169,6 +169,13 @@ mod tests {
             matches!(&e, FfiError::Argument(m) if m.contains("is a dsh_store handle, not a dsh_session")),
             "{e:?}"
         );
+        // A close of the wrong type is refused and closes nothing.
+        let e = retire(p, Kind::Session, "session").unwrap_err();
+        assert!(
+            matches!(&e, FfiError::Argument(m) if m.contains("is a dsh_store handle, not a dsh_session")),
+            "{e:?}"
+        );
+        check(p, Kind::Store, "store").unwrap();
         retire(p, Kind::Store, "store").unwrap();
         let e = check(p, Kind::Store, "store").unwrap_err();
         assert!(matches!(&e, FfiError::Core(Error::Closed(_))), "{e:?}");
@@ -248,6 +255,31 @@ mod abi_tests {
                 ),
                 DSH_INVALID_ARGUMENT,
                 "is a dsh_store handle, not a dsh_session",
+            );
+            // Closed as the wrong type: refused, and both stay usable.
+            expect(
+                dsh_session_close(store.cast::<dsh_session>()),
+                DSH_INVALID_ARGUMENT,
+                "is a dsh_store handle, not a dsh_session",
+            );
+            expect(
+                dsh_store_close(session.cast::<dsh_store>()),
+                DSH_INVALID_ARGUMENT,
+                "is a dsh_session handle, not a dsh_store",
+            );
+            expect(dsh_store_list(store, &mut out), DSH_OK, "");
+            crate::ffi::strings::dsh_free(out);
+            out = null_mut();
+            expect(
+                dsh_session_append(
+                    session,
+                    c("turn/start").as_ptr(),
+                    turn.as_ptr(),
+                    std::ptr::null(),
+                    &mut seq,
+                ),
+                DSH_OK,
+                "",
             );
             // A pointer this library never returned.
             let mut junk = [0u64; 8];
