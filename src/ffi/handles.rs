@@ -180,6 +180,12 @@ mod tests {
         let e = check(p, Kind::Store, "store").unwrap_err();
         assert!(matches!(&e, FfiError::Core(Error::Closed(_))), "{e:?}");
         assert!(retire(p, Kind::Store, "store").is_err(), "a second close");
+        // A closed handle passed as another type is named by its type.
+        let e = check(p, Kind::Session, "session").unwrap_err();
+        assert!(
+            matches!(&e, FfiError::Argument(m) if m.contains("is a dsh_store handle, not a dsh_session")),
+            "{e:?}"
+        );
         // SAFETY: test-only; the box is ours.
         drop(unsafe { Box::from_raw(a) });
     }
