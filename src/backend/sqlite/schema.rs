@@ -278,9 +278,10 @@ pub fn apply_journal_pragmas(
 
 /// `PRAGMA journal_mode = …`, retried while another connection's lock is in
 /// the way, for as long as the connection's busy timeout: SQLite answers a
-/// journal-mode change that would have to wait with `SQLITE_BUSY` at once,
-/// without calling the busy handler (two processes making a new database
-/// at the same instant both get here).
+/// change out of WAL that would have to wait for the database's exclusive
+/// lock with `SQLITE_BUSY` at once, without calling the busy handler (a
+/// change into WAL waits through the handler itself; two processes making
+/// a new database at the same instant both get here).
 fn set_journal_mode(conn: &Connection, mode: JournalMode) -> rusqlite::Result<String> {
     let sql = format!("PRAGMA journal_mode = {}", mode.as_str());
     let timeout_ms: u64 = conn.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
@@ -466,6 +467,8 @@ fn verify_identity(id: &Identity, label: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -478,6 +481,68 @@ mod tests {
             normalize_sql("CREATE TABLE t (a INTEGER)"),
             normalize_sql("CREATE TABLE t (a TEXT)")
         );
+    }
+
+    /// A WAL database with one row, and a connection holding it in a read
+    /// transaction: a change out of WAL needs the database to itself.
+    fn read_locked_database(name: &str) -> (std::path::PathBuf, Connection) {
+        let dir = std::env::temp_dir().join(format!(
+            "dsh-journal-{name}-{}-{:x}",
+            std::process::id(),
+            crate::backend::jsonl::revision::random_u64()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("j.db");
+        let reader = Connection::open(&db).unwrap();
+        reader
+            .execute_batch(
+                "PRAGMA journal_mode = wal; CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1); BEGIN;",
+            )
+            .unwrap();
+        let n: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
+        (dir, reader)
+    }
+
+    #[test]
+    fn a_journal_mode_change_is_retried_while_another_connection_holds_a_lock() {
+        let (dir, reader) = read_locked_database("wait");
+        let writer = Connection::open(dir.join("j.db")).unwrap();
+        writer.busy_timeout(Duration::from_secs(30)).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            reader.execute_batch("COMMIT").unwrap();
+        });
+        // SQLite answers SQLITE_BUSY at once; the change is retried until
+        // the reader lets go.
+        assert_eq!(
+            set_journal_mode(&writer, JournalMode::Delete).unwrap(),
+            "delete"
+        );
+        release.join().unwrap();
+        drop(writer);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_journal_mode_change_gives_up_at_the_busy_timeout() {
+        let (dir, reader) = read_locked_database("give-up");
+        let writer = Connection::open(dir.join("j.db")).unwrap();
+        writer.busy_timeout(Duration::from_millis(100)).unwrap();
+        match set_journal_mode(&writer, JournalMode::Delete) {
+            Err(rusqlite::Error::SqliteFailure(f, _)) => assert!(
+                matches!(
+                    f.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ),
+                "{f:?}"
+            ),
+            other => panic!("expected SQLITE_BUSY, got {other:?}"),
+        }
+        drop((writer, reader));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
