@@ -244,21 +244,25 @@ mod abi_tests {
                 DSH_OK,
                 "",
             );
+            let turn_start = c("turn/start");
+            let turn = c(r#"{"turn":1}"#);
+            let mut append_turn = |s: *mut dsh_session| {
+                dsh_session_append(
+                    s,
+                    turn_start.as_ptr(),
+                    turn.as_ptr(),
+                    std::ptr::null(),
+                    &mut seq,
+                )
+            };
             // A session passed as a store, a store as a session.
             expect(
                 dsh_store_list(session.cast::<dsh_store>(), &mut out),
                 DSH_INVALID_ARGUMENT,
                 "is a dsh_session handle, not a dsh_store",
             );
-            let turn = c(r#"{"turn":1}"#);
             expect(
-                dsh_session_append(
-                    store.cast::<dsh_session>(),
-                    c("turn/start").as_ptr(),
-                    turn.as_ptr(),
-                    std::ptr::null(),
-                    &mut seq,
-                ),
+                append_turn(store.cast::<dsh_session>()),
                 DSH_INVALID_ARGUMENT,
                 "is a dsh_store handle, not a dsh_session",
             );
@@ -276,17 +280,7 @@ mod abi_tests {
             expect(dsh_store_list(store, &mut out), DSH_OK, "");
             crate::ffi::strings::dsh_free(out);
             out = null_mut();
-            expect(
-                dsh_session_append(
-                    session,
-                    c("turn/start").as_ptr(),
-                    turn.as_ptr(),
-                    std::ptr::null(),
-                    &mut seq,
-                ),
-                DSH_OK,
-                "",
-            );
+            expect(append_turn(session), DSH_OK, "");
             // A pointer this library never returned.
             let mut junk = [0u64; 8];
             expect(
@@ -296,17 +290,7 @@ mod abi_tests {
             );
             // Use after close, and a second close, of each handle type.
             expect(dsh_session_close(session), DSH_OK, "");
-            expect(
-                dsh_session_append(
-                    session,
-                    c("turn/start").as_ptr(),
-                    turn.as_ptr(),
-                    std::ptr::null(),
-                    &mut seq,
-                ),
-                DSH_CLOSED,
-                "already closed or freed",
-            );
+            expect(append_turn(session), DSH_CLOSED, "already closed or freed");
             expect(dsh_session_close(session), DSH_CLOSED, "already closed");
             dsh_plan_free(plan);
             dsh_plan_free(plan);
