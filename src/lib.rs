@@ -25,6 +25,8 @@ pub mod ffi;
 pub mod model;
 pub mod plan;
 pub mod store;
+#[cfg(test)]
+mod test_dir;
 pub mod uuid;
 
 pub use error::{Error, ErrorKind, Result};

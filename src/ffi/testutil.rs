@@ -2,9 +2,8 @@
 //! conversation events, and a backend that fails or panics on demand.
 
 use std::ffi::{CString, c_char};
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::boundary::{Guarded, c_text, last_error_code_text, last_error_text};
 use super::status::dsh_status;
@@ -19,31 +18,7 @@ use crate::model::header::SessionHeader;
 use crate::model::session_list::SessionList;
 use crate::store::{Store, StoreConfig};
 
-/// A fresh directory under the system temp dir, removed on drop.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(tag: &str) -> TempDir {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "dsh-ffi-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    pub fn path(&self) -> String {
-        self.0.to_str().unwrap().to_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use crate::test_dir::TempDir;
 
 /// A C string (test input).
 pub fn c(s: &str) -> CString {

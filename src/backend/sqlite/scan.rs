@@ -209,20 +209,9 @@ fn application_id_from_connection(path: &Path) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
     use crate::error::ErrorKind;
-
-    fn temp_dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "dsh-probe-{name}-{}-{:x}",
-            std::process::id(),
-            crate::backend::jsonl::revision::random_u64()
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::test_dir::TempDir;
 
     /// A 100-byte SQLite file header with `application_id` `id`.
     fn header(id: u32) -> Vec<u8> {
@@ -240,18 +229,19 @@ mod tests {
 
     #[test]
     fn the_first_hundred_bytes_tell_the_kind_of_file() {
-        let d = temp_dir("kinds");
+        let tmp = TempDir::new("probe-kinds");
+        let d = tmp.dir();
         let ours = APPLICATION_ID as u32;
-        assert_eq!(probe(&d, "empty", b""), Probe::Empty);
+        assert_eq!(probe(d, "empty", b""), Probe::Empty);
         // The magic, but shorter than the file header.
-        assert_eq!(probe(&d, "short", &header(ours)[..99]), Probe::NotSqlite);
+        assert_eq!(probe(d, "short", &header(ours)[..99]), Probe::NotSqlite);
         // Longer than the header, without the magic.
         assert_eq!(
-            probe(&d, "text", "{\"v\":1}\n".repeat(200).as_bytes()),
+            probe(d, "text", "{\"v\":1}\n".repeat(200).as_bytes()),
             Probe::NotSqlite
         );
         // Exactly the header: the read stops at its end.
-        let p = probe(&d, "ours", &header(ours));
+        let p = probe(d, "ours", &header(ours));
         assert_eq!(
             p,
             Probe::Sqlite {
@@ -262,31 +252,30 @@ mod tests {
         // A header followed by pages.
         let mut long = header(7);
         long.resize(4096, 0xAA);
-        let p = probe(&d, "foreign", &long);
+        let p = probe(d, "foreign", &long);
         assert_eq!(p, Probe::Sqlite { application_id: 7 });
         assert!(!p.is_session_database());
         assert!(!Probe::Empty.is_session_database());
         assert!(!Probe::NotSqlite.is_session_database());
-        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
     fn a_file_that_cannot_be_read_is_an_io_error() {
-        let d = temp_dir("unreadable");
+        let tmp = TempDir::new("probe-unreadable");
+        let d = tmp.dir();
         // A directory opens, and its read fails (EISDIR).
-        let e = probe_file(&d).unwrap_err();
+        let e = probe_file(d).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Io, "{e}");
         assert!(e.to_string().contains("cannot read"), "{e}");
         let e = probe_file(&d.join("missing")).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Io, "{e}");
         assert!(e.to_string().contains("cannot open"), "{e}");
-        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
     fn an_application_id_still_in_the_wal_is_read_through_a_connection() {
-        let d = temp_dir("wal");
-        let db = d.join("s.db");
+        let tmp = TempDir::new("probe-wal");
+        let db = tmp.join("s.db");
         let first = Connection::open(&db).unwrap();
         first
             .execute_batch("PRAGMA journal_mode = wal; CREATE TABLE t(x INTEGER);")
@@ -307,6 +296,5 @@ mod tests {
         let p = probe_file(&db).unwrap();
         assert!(p.is_session_database(), "{p:?}");
         drop(writer);
-        std::fs::remove_dir_all(&d).unwrap();
     }
 }

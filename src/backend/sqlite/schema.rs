@@ -470,6 +470,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::test_dir::TempDir;
 
     #[test]
     fn normalisation_ignores_layout_only() {
@@ -485,13 +486,8 @@ mod tests {
 
     /// A WAL database with one row, and a connection holding it in a read
     /// transaction: a change out of WAL needs the database to itself.
-    fn read_locked_database(name: &str) -> (std::path::PathBuf, Connection) {
-        let dir = std::env::temp_dir().join(format!(
-            "dsh-journal-{name}-{}-{:x}",
-            std::process::id(),
-            crate::backend::jsonl::revision::random_u64()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+    fn read_locked_database(name: &str) -> (TempDir, Connection) {
+        let dir = TempDir::new(name);
         let db = dir.join("j.db");
         let reader = Connection::open(&db).unwrap();
         reader
@@ -508,7 +504,7 @@ mod tests {
 
     #[test]
     fn a_journal_mode_change_is_retried_while_another_connection_holds_a_lock() {
-        let (dir, reader) = read_locked_database("wait");
+        let (dir, reader) = read_locked_database("journal-wait");
         let writer = Connection::open(dir.join("j.db")).unwrap();
         writer.busy_timeout(Duration::from_secs(30)).unwrap();
         let release = std::thread::spawn(move || {
@@ -523,12 +519,11 @@ mod tests {
         );
         release.join().unwrap();
         drop(writer);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_journal_mode_change_gives_up_at_the_busy_timeout() {
-        let (dir, reader) = read_locked_database("give-up");
+        let (dir, reader) = read_locked_database("journal-give-up");
         let writer = Connection::open(dir.join("j.db")).unwrap();
         writer.busy_timeout(Duration::from_millis(100)).unwrap();
         match set_journal_mode(&writer, JournalMode::Delete) {
@@ -542,7 +537,6 @@ mod tests {
             other => panic!("expected SQLITE_BUSY, got {other:?}"),
         }
         drop((writer, reader));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
