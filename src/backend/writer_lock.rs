@@ -429,15 +429,7 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
 
-    fn temp_dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "dsh-lock-{name}-{}-{:x}",
-            std::process::id(),
-            crate::backend::jsonl::revision::random_u64()
-        ));
-        fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::test_dir::TempDir;
 
     type Hook = Box<dyn FnMut(&Path)>;
 
@@ -462,8 +454,9 @@ mod tests {
     /// path, whether that path is empty or already holds a new file.
     #[test]
     fn a_lock_file_unlinked_between_open_and_lock_is_opened_again() {
-        let dir = temp_dir("race");
-        let space = LockSpace::files(dir.clone());
+        let tmp = TempDir::new("lock-race");
+        let dir = tmp.dir();
+        let space = LockSpace::files(dir.to_path_buf());
         for recreate in [false, true] {
             let mut calls = 0;
             AFTER_OPEN.with(|h| {
@@ -488,7 +481,6 @@ mod tests {
             drop(lock);
             assert!(!path.exists(), "recreate {recreate}: released");
         }
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -512,16 +504,17 @@ mod tests {
         let n = lock_name(&longest);
         assert!(n.len() <= 255 && n.ends_with("@lock"), "{n}");
         assert_ne!(n, lock_name(&format!("{}y", &longest[1..])));
-        let dir = temp_dir("longest");
-        let held = LockSpace::files(dir.clone()).lock(&longest).unwrap();
+        let tmp = TempDir::new("lock-longest");
+        let dir = tmp.dir();
+        let held = LockSpace::files(dir.to_path_buf()).lock(&longest).unwrap();
         assert!(dir.join(&n).exists());
         drop(held);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn two_spaces_over_one_dir_exclude_each_other_and_release_on_drop() {
-        let dir = temp_dir("two");
+        let tmp = TempDir::new("lock-two");
+        let dir = tmp.dir();
         let a = LockSpace::files(dir.join("locks"));
         let b = LockSpace::files(dir.join("locks"));
         assert!(a.holder("s").unwrap().is_none(), "no directory yet");
@@ -540,7 +533,6 @@ mod tests {
             "released locks leave no file"
         );
         let _g2 = b.lock("s").unwrap();
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A lock directory that cannot be looked up is an error, never "no
@@ -548,7 +540,8 @@ mod tests {
     /// answer it cannot give must not look like one.
     #[test]
     fn a_lock_directory_that_is_not_one_is_an_error_not_an_absent_writer() {
-        let dir = temp_dir("notdir");
+        let tmp = TempDir::new("lock-notdir");
+        let dir = tmp.dir();
         let file = dir.join("locks");
         fs::write(&file, b"a file where the lock directory belongs").unwrap();
         // The directory's place holds a file, or its path runs through one
@@ -583,12 +576,12 @@ mod tests {
                 .contains("cannot create the writer lock directory"),
             "{e}"
         );
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_fifo_directory_or_link_as_the_lock_file_is_refused_without_waiting() {
-        let dir = temp_dir("special");
+        let tmp = TempDir::new("lock-special");
+        let dir = tmp.dir();
         let locks = dir.join("locks");
         fs::create_dir_all(&locks).unwrap();
         let space = LockSpace::files(locks.clone());
@@ -628,12 +621,12 @@ mod tests {
         }
         assert_eq!(fs::read(&outside).unwrap(), b"not a lock", "never opened");
         let _g = space.lock("s").expect("removed: the lock works again");
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_held_lock_file_is_closed_on_exec() {
-        let dir = temp_dir("cloexec");
+        let tmp = TempDir::new("lock-cloexec");
+        let dir = tmp.dir();
         let space = LockSpace::files(dir.join("locks"));
         let guard = space.lock("s").unwrap();
         let path = dir.join("locks").join("s@lock");
@@ -653,12 +646,12 @@ mod tests {
         assert_ne!(flags & OFlags::CLOEXEC.bits(), 0, "flags {flags:o}");
         assert_ne!(flags & OFlags::NONBLOCK.bits(), 0, "flags {flags:o}");
         drop(guard);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_stale_lock_file_is_not_a_lock() {
-        let dir = temp_dir("stale");
+        let tmp = TempDir::new("lock-stale");
+        let dir = tmp.dir();
         let locks = dir.join("locks");
         fs::create_dir_all(&locks).unwrap();
         // What a killed holder leaves: the file, no lock.
@@ -666,7 +659,6 @@ mod tests {
         let space = LockSpace::files(locks);
         assert!(space.holder("s").unwrap().is_none());
         let _g = space.lock("s").unwrap();
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -688,8 +680,9 @@ mod tests {
     /// when it releases: it unlinks only the file it holds.
     #[test]
     fn a_release_never_unlinks_a_lock_file_it_does_not_hold() {
-        let dir = temp_dir("replaced");
-        let space = LockSpace::files(dir.clone());
+        let tmp = TempDir::new("lock-replaced");
+        let dir = tmp.dir();
+        let space = LockSpace::files(dir.to_path_buf());
         let lock = space.lock("s").unwrap();
         let path = dir.join("s@lock");
         fs::remove_file(&path).unwrap();
@@ -699,6 +692,5 @@ mod tests {
         drop(lock);
         assert!(path.exists(), "the other writer's lock file was unlinked");
         drop(other);
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -105,14 +105,11 @@ impl ProjectChecks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_dir::TempDir;
 
-    fn tempdir(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "dsh-project-check-{tag}-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = std::fs::remove_dir_all(&d);
+    /// A fresh directory (with one subdirectory, as a project has).
+    fn tempdir(tag: &str) -> TempDir {
+        let d = TempDir::new(&format!("project-check-{tag}"));
         std::fs::create_dir_all(d.join("s")).unwrap();
         d
     }
@@ -126,46 +123,45 @@ mod tests {
 
     #[test]
     fn a_fresh_directory_is_scanned_every_time() {
-        let d = tempdir("fresh");
+        let tmp = tempdir("fresh");
+        let d = tmp.dir();
         let checks = ProjectChecks::default();
-        checks.check(&d).unwrap();
+        checks.check(d).unwrap();
         // Its ctime is now: not settled, nothing kept.
         assert_eq!(checks.kept(), 0);
         std::fs::write(d.join("x.jsonl"), "{}\n").unwrap();
-        assert!(checks.check(&d).is_err());
-        std::fs::remove_dir_all(&d).unwrap();
+        assert!(checks.check(d).is_err());
     }
 
     #[test]
     fn a_kept_verdict_is_dropped_when_an_artifact_appears() {
-        let d = tempdir("kept");
+        let tmp = tempdir("kept");
+        let d = tmp.dir();
         let checks = ProjectChecks::default();
         // ctime cannot be set back: wait it out once.
-        age(&d, Duration::from_secs(5));
+        age(d, Duration::from_secs(5));
         std::thread::sleep(SETTLED + Duration::from_millis(20));
-        checks.check(&d).unwrap();
+        checks.check(d).unwrap();
         assert_eq!(checks.kept(), 1);
-        checks.check(&d).unwrap();
+        checks.check(d).unwrap();
         std::fs::write(d.join("x.jsonl.zstd"), "").unwrap();
-        let e = checks.check(&d).unwrap_err().to_string();
+        let e = checks.check(d).unwrap_err().to_string();
         assert!(e.contains("flat-file layout"), "{e}");
-        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
     fn a_directory_replaced_under_its_name_is_scanned() {
-        let d = tempdir("replaced");
+        let tmp = tempdir("replaced");
+        let d = tmp.dir();
         let checks = ProjectChecks::default();
         std::thread::sleep(SETTLED + Duration::from_millis(20));
-        checks.check(&d).unwrap();
+        checks.check(d).unwrap();
         assert_eq!(checks.kept(), 1);
-        let moved = d.with_extension("old");
-        let _ = std::fs::remove_dir_all(&moved);
-        std::fs::rename(&d, &moved).unwrap();
-        std::fs::create_dir(&d).unwrap();
+        let moved_tmp = TempDir::new("project-check-replaced-old");
+        let moved = moved_tmp.join("d");
+        std::fs::rename(d, &moved).unwrap();
+        std::fs::create_dir(d).unwrap();
         std::fs::write(d.join("y.jsonl"), "{}\n").unwrap();
-        assert!(checks.check(&d).is_err());
-        std::fs::remove_dir_all(&d).unwrap();
-        std::fs::remove_dir_all(&moved).unwrap();
+        assert!(checks.check(d).is_err());
     }
 }
