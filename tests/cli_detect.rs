@@ -144,6 +144,16 @@ fn a_mixed_root_and_an_unknown_store_are_clear_errors() {
     assert_eq!(r.code, 3);
     assert_eq!(r.error().0, "not_found");
     assert!(!missing.exists());
+    // So is one under a file (as with --jsonl and --sqlite).
+    let under_file = text.join("s.db");
+    let r = detected("list", &under_file, &[]);
+    assert_eq!(
+        (r.code, r.error().0.as_str()),
+        (3, "not_found"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.error().1.contains("does not exist"), "{}", r.stderr);
     // An empty directory reads as an empty store.
     let blank = tmp.path().join("blank");
     std::fs::create_dir(&blank).unwrap();
@@ -250,6 +260,26 @@ fn convert_to_detects_an_existing_target_and_refuses_a_new_one() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.error().1.contains("--to-sqlite FILE"), "{}", r.stderr);
     assert!(!new_db.exists());
+    // So does one under a file.
+    let file = tmp.path().join("file.txt");
+    std::fs::write(&file, b"x").unwrap();
+    let under_file = file.join("new.db");
+    let r = run([
+        "--json",
+        "convert",
+        "--store",
+        src_path,
+        "--to",
+        under_file.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.error()
+            .1
+            .contains("does not exist, so its kind cannot be detected"),
+        "{}",
+        r.stderr
+    );
     let empty_root = tmp.path().join("root");
     std::fs::create_dir(&empty_root).unwrap();
     let r = run([

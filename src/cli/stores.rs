@@ -96,23 +96,14 @@ pub fn detect(path: &Path, purpose: Purpose, schema: Option<&String>) -> Result<
         Purpose::Read => "--jsonl ROOT, --jsonl-raw ROOT or --sqlite FILE",
         Purpose::Write => "--to-jsonl ROOT, --to-jsonl-raw ROOT or --to-sqlite FILE",
     };
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(match purpose {
-                Purpose::Read => Error::not_found(format!("store {} does not exist", shown(path))),
-                Purpose::Write => Error::invalid(format!(
-                    "store {} does not exist, so its kind cannot be detected; to create it, give {explicit}",
-                    shown(path)
-                )),
-            });
-        }
-        Err(e) => {
-            return Err(Error::io(
-                format!("cannot inspect store {}", shown(path)),
-                e,
-            ));
-        }
+    let Some(meta) = looked_up(path, "store")? else {
+        return Err(match purpose {
+            Purpose::Read => Error::not_found(format!("store {} does not exist", shown(path))),
+            Purpose::Write => Error::invalid(format!(
+                "store {} does not exist, so its kind cannot be detected; to create it, give {explicit}",
+                shown(path)
+            )),
+        });
     };
     if meta.is_dir() {
         return detect_root(path, purpose, explicit);
