@@ -646,6 +646,43 @@ mod tests {
         assert_eq!(c.agent_preset.as_deref(), Some("p"));
     }
 
+    /// Reads run beside a busy connection only on a WAL database file: an
+    /// in-memory database has one connection, and in a rollback journal
+    /// mode a reader would wait for the writer anyway.
+    #[test]
+    fn concurrent_reads_only_on_a_wal_file() {
+        assert!(!backend_with(&[]).concurrent_reads());
+        let dir = crate::test_dir::TempDir::new("sqlite-concurrent-reads");
+        for (mode, side) in [
+            (JournalMode::Wal, true),
+            (JournalMode::Delete, false),
+            (JournalMode::Truncate, false),
+            (JournalMode::Persist, false),
+        ] {
+            let db = dir.join(&format!("{}.db", mode.as_str()));
+            let mut config = SqliteConfig::new(db.to_str().unwrap());
+            config.journal_mode = mode;
+            let be = SqliteBackend::open(&config).unwrap();
+            be.initialise().unwrap();
+            assert_eq!(be.concurrent_reads(), side, "{mode:?}");
+        }
+    }
+
+    /// The delete of a session with no row says so (the backend checks
+    /// first; another process can delete it in between).
+    #[test]
+    fn deleting_a_missing_session_row_reports_none_deleted() {
+        let be = backend_with(&["a"]);
+        let deleted = |id: &str| {
+            be.with_conn(|c| manage::delete_session(c, &be.label, id))
+                .unwrap()
+        };
+        assert!(!deleted("b"));
+        assert!(deleted("a"));
+        assert!(!deleted("a"));
+        assert!(be.list().unwrap().is_empty());
+    }
+
     fn show(r: Result<Option<reader::LogRead>>) -> String {
         match r {
             Ok(Some(read)) => format!("{:?} {:?}", read.events, read.torn_from),
