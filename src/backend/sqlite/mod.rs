@@ -668,6 +668,81 @@ mod tests {
         }
     }
 
+    /// Every connection runs with the pragmas the open sets: the configured
+    /// busy timeout, no trusted schema, no memory mapping, foreign keys,
+    /// the journal mode asked for, `synchronous = FULL`.
+    #[test]
+    fn connections_run_with_the_pragmas_the_open_sets() {
+        let pragmas = |c: &Connection| -> Vec<String> {
+            [
+                "busy_timeout",
+                "trusted_schema",
+                "mmap_size",
+                "foreign_keys",
+                "journal_mode",
+                "synchronous",
+            ]
+            .iter()
+            .map(|p| {
+                c.query_row(&format!("PRAGMA {p}"), [], |r| {
+                    r.get::<_, rusqlite::types::Value>(0)
+                })
+                .map_or_else(|e| format!("{p}: {e}"), |v| format!("{p}={v:?}"))
+            })
+            .collect()
+        };
+        let expected = |mode: &str| {
+            [
+                "busy_timeout=Integer(1234)".to_string(),
+                "trusted_schema=Integer(0)".into(),
+                "mmap_size=Integer(0)".into(),
+                "foreign_keys=Integer(1)".into(),
+                format!("journal_mode=Text(\"{mode}\")"),
+                "synchronous=Integer(2)".into(),
+            ]
+        };
+        let dir = crate::test_dir::TempDir::new("sqlite-pragmas");
+        for mode in [
+            JournalMode::Wal,
+            JournalMode::Delete,
+            JournalMode::Truncate,
+            JournalMode::Persist,
+        ] {
+            let db = dir.join(&format!("{}.db", mode.as_str()));
+            let mut config = SqliteConfig::new(db.to_str().unwrap());
+            config.journal_mode = mode;
+            config.busy_timeout_ms = 1234;
+            let be = SqliteBackend::open(&config).unwrap();
+            be.initialise().unwrap();
+            let written = be.with_conn(|c| Ok(pragmas(c))).unwrap();
+            assert_eq!(written, expected(mode.as_str()), "{mode:?}");
+            // A new handle's first connection is a reading one: the same
+            // connection pragmas, and no journal mode set (it writes
+            // nothing; only WAL is kept in the file).
+            let be = SqliteBackend::open(&config).unwrap();
+            let read = be.db.read(|c, _| Ok(pragmas(c))).unwrap().unwrap();
+            assert_eq!(read[..4], written[..4], "{mode:?}");
+            let journal = if mode == JournalMode::Wal {
+                "wal"
+            } else {
+                "delete"
+            };
+            assert_eq!(read[4], format!("journal_mode=Text(\"{journal}\")"));
+        }
+        let mut config = SqliteConfig::memory();
+        config.busy_timeout_ms = 1234;
+        let be = SqliteBackend::open(&config).unwrap();
+        let mut memory = be.with_conn(|c| Ok(pragmas(c))).unwrap();
+        // No memory mapping of an in-memory database: no row at all.
+        assert!(
+            memory.remove(2).contains("Query returned no rows"),
+            "{memory:?}"
+        );
+        let mut want = expected("memory").to_vec();
+        want.remove(2);
+        assert_eq!(memory, want);
+    }
+
     /// The delete of a session with no row says so (the backend checks
     /// first; another process can delete it in between).
     #[test]
