@@ -246,17 +246,20 @@ fn a_postgres_url_is_detected_as_a_postgres_store() {
 fn convert_to_detects_an_existing_target_and_refuses_a_new_one() {
     let src = FixtureStore::new("jsonl-none-packed");
     let tmp = TempDir::new("cli-detect-to");
-    let src_path = src.path.to_str().unwrap();
+    // `convert --store SOURCE --to TARGET`.
+    let convert_to = |target: &Path| {
+        run([
+            "--json",
+            "convert",
+            "--store",
+            src.path.to_str().unwrap(),
+            "--to",
+            target.to_str().unwrap(),
+        ])
+    };
     // A new or empty target needs an explicit kind; nothing is created.
     let new_db = tmp.path().join("new.db");
-    let r = run([
-        "--json",
-        "convert",
-        "--store",
-        src_path,
-        "--to",
-        new_db.to_str().unwrap(),
-    ]);
+    let r = convert_to(&new_db);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.error().1.contains("--to-sqlite FILE"), "{}", r.stderr);
     assert!(!new_db.exists());
@@ -264,14 +267,7 @@ fn convert_to_detects_an_existing_target_and_refuses_a_new_one() {
     let file = tmp.path().join("file.txt");
     std::fs::write(&file, b"x").unwrap();
     let under_file = file.join("new.db");
-    let r = run([
-        "--json",
-        "convert",
-        "--store",
-        src_path,
-        "--to",
-        under_file.to_str().unwrap(),
-    ]);
+    let r = convert_to(&under_file);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.error()
@@ -282,14 +278,7 @@ fn convert_to_detects_an_existing_target_and_refuses_a_new_one() {
     );
     let empty_root = tmp.path().join("root");
     std::fs::create_dir(&empty_root).unwrap();
-    let r = run([
-        "--json",
-        "convert",
-        "--store",
-        src_path,
-        "--to",
-        empty_root.to_str().unwrap(),
-    ]);
+    let r = convert_to(&empty_root);
     assert_eq!(r.code, 2);
     assert!(r.error().1.contains("--to-jsonl"), "{}", r.stderr);
     assert_eq!(std::fs::read_dir(&empty_root).unwrap().count(), 0);
@@ -301,14 +290,7 @@ fn convert_to_detects_an_existing_target_and_refuses_a_new_one() {
         .unwrap()
         .initialise()
         .unwrap();
-    let r = run([
-        "--json",
-        "convert",
-        "--store",
-        src_path,
-        "--to",
-        db.to_str().unwrap(),
-    ]);
+    let r = convert_to(&db);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let listed = src.json("list", &[]).json();
     assert_eq!(r.json()["converted"], listed.as_array().unwrap().len());
