@@ -133,6 +133,58 @@ mod tests {
         assert!(checks.check(d).is_err());
     }
 
+    /// The stamp is the directory's times to the nanosecond (a new
+    /// directory's mtime and ctime are the same instant).
+    #[test]
+    fn the_stamp_is_the_directory_times_in_nanoseconds() {
+        let tmp = tempdir("stamp");
+        let d = tmp.join("new");
+        std::fs::create_dir(&d).unwrap();
+        let stamp = Stamp::of(&d).unwrap();
+        let meta = std::fs::metadata(&d).unwrap();
+        let modified = meta.modified().unwrap().duration_since(UNIX_EPOCH).unwrap();
+        assert_eq!(stamp.mtime, modified.as_nanos() as i128);
+        assert_eq!(stamp.ctime, stamp.mtime);
+        assert_eq!((stamp.dev, stamp.ino), (meta.dev(), meta.ino()));
+        // Not a directory: no stamp.
+        std::fs::write(tmp.join("f"), "").unwrap();
+        assert_eq!(Stamp::of(&tmp.join("f")), None);
+        assert_eq!(Stamp::of(&tmp.join("missing")), None);
+    }
+
+    /// Both times must have settled: an old mtime with a ctime of now (the
+    /// inode just changed) keeps nothing.
+    #[test]
+    fn a_directory_whose_ctime_is_fresh_is_not_kept() {
+        let tmp = tempdir("ctime");
+        let d = tmp.dir();
+        age(d, Duration::from_secs(5));
+        let checks = ProjectChecks::default();
+        checks.check(d).unwrap();
+        assert_eq!(checks.kept(), 0);
+    }
+
+    /// One verdict per project, up to [`MAX_KEPT`]; one more drops them all.
+    #[test]
+    fn verdicts_are_kept_per_project_up_to_the_cap() {
+        let tmp = tempdir("cap");
+        let projects: Vec<PathBuf> = (0..=MAX_KEPT)
+            .map(|i| {
+                let p = tmp.join(&format!("p{i}"));
+                std::fs::create_dir(&p).unwrap();
+                p
+            })
+            .collect();
+        std::thread::sleep(SETTLED + Duration::from_millis(20));
+        let checks = ProjectChecks::default();
+        for (i, p) in projects[..MAX_KEPT].iter().enumerate() {
+            checks.check(p).unwrap();
+            assert_eq!(checks.kept(), i + 1);
+        }
+        checks.check(&projects[MAX_KEPT]).unwrap();
+        assert_eq!(checks.kept(), 1);
+    }
+
     #[test]
     fn a_kept_verdict_is_dropped_when_an_artifact_appears() {
         let tmp = tempdir("kept");
