@@ -841,3 +841,49 @@ fn each_failed_io_call_of_a_new_log_is_reported_and_nothing_half_made_stays() {
         }
     }
 }
+
+/// `mkdir -p` (D13) fsyncs the parent of each directory it makes, once
+/// each, and nothing when the path is already there; a `mkdir` that finds
+/// the directory made (perhaps by a racing creator whose entry is not
+/// durable yet) fsyncs the parent too, but a file there is an error. A
+/// failed fsync is reported, naming the directory.
+#[test]
+fn mkdir_p_fsyncs_the_parent_of_each_directory_it_makes() {
+    use dsh_persist::backend::dirs::{create_dir, create_dir_all};
+    let _serial = serial();
+    let tmp = TempDir::new("fault-mkdir-p");
+    let deep = tmp.path().join("a").join("b").join("c");
+    let traced = |f: &dyn Fn()| {
+        let counting = fault::arm(Plan::count_only());
+        f();
+        counting.trace()
+    };
+    assert_eq!(
+        traced(&|| create_dir_all(&deep).unwrap()),
+        [Op::DirFsync; 3]
+    );
+    assert!(deep.is_dir());
+    assert_eq!(traced(&|| create_dir_all(&deep).unwrap()), Vec::<Op>::new());
+    assert_eq!(
+        traced(&|| assert!(!create_dir(&deep).unwrap(), "already there")),
+        [Op::DirFsync]
+    );
+
+    // A file where the directory should be is an error, not "already there".
+    let file = tmp.path().join("f");
+    std::fs::write(&file, "").unwrap();
+    let e = create_dir(&file).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io);
+    assert!(e.to_string().contains("cannot create directory"), "{e}");
+
+    let x = tmp.path().join("x");
+    let armed = fault::arm(Plan::once(2));
+    let e = create_dir_all(&x.join("y")).unwrap_err();
+    drop(armed);
+    assert_eq!(e.kind(), ErrorKind::Io);
+    let message = e.to_string();
+    assert!(
+        message.contains(&format!("cannot fsync directory {}", x.display())),
+        "{message}"
+    );
+}
