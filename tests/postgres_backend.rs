@@ -461,15 +461,33 @@ fn writer_locks_exclude_across_processes_and_die_with_their_holder() {
     let e = be.lock_writer("s1").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Busy);
     assert!(
-        e.to_string().contains("session \"s1\" is being written"),
+        e.to_string()
+            .contains("session \"s1\" is being written by another connection (server process"),
         "{e}"
     );
+    let holder = be.writer_holder("s1").unwrap().unwrap();
+    assert!(!holder.this_process, "{holder:?}");
     assert!(be.writer_held("s1").unwrap());
     assert!(be.writer_held_elsewhere("s1").unwrap());
     // Other ids and other schemas are free.
     let other = be.lock_writer("s2").unwrap();
     assert!(be.writer_held("s2").unwrap());
     assert!(!be.writer_held_elsewhere("s2").unwrap(), "our own lock");
+    // Another handle of this process sees it as held in this process.
+    let same_process = PostgresBackend::open(&schema.config()).unwrap();
+    assert!(
+        same_process
+            .writer_holder("s2")
+            .unwrap()
+            .unwrap()
+            .this_process
+    );
+    let e = same_process.lock_writer("s2").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("is being written by another store handle in this process"),
+        "{e}"
+    );
     let elsewhere = Schema::new(&url, "locks2");
     let be2 = PostgresBackend::open(&elsewhere.config()).unwrap();
     assert!(!be2.writer_held("s1").unwrap());
