@@ -515,6 +515,47 @@ fn writer_locks_exclude_across_processes_and_die_with_their_holder() {
     assert!(!be.writer_held("s2").unwrap());
 }
 
+/// A writer lock's guard releases the lock when dropped, at once (it
+/// unlocks before it closes its connection, so the release does not wait
+/// for the server to notice the closed socket), and the process forgets it.
+#[test]
+fn a_dropped_writer_lock_is_released_and_forgotten() {
+    use dsh_persist::backend::postgres::lock::{held_in_this_process, key_halves, lock_key};
+    let Some(url) = support::pg::url("a_dropped_writer_lock_is_released_and_forgotten") else {
+        return;
+    };
+    let schema = Schema::new(&url, "droplock");
+    let be = PostgresBackend::open(&schema.config()).unwrap();
+    let lock = be.try_lock_writer("s1").unwrap().unwrap();
+    let key = lock_key(&schema.name, "s1");
+    assert_eq!(lock.key(), key);
+    assert_eq!(
+        format!("{lock:?}"),
+        format!("PgWriterLock {{ id: \"s1\", key: {key} }}")
+    );
+    // The server process of the lock's connection.
+    let (hi, lo) = key_halves(key);
+    let pids: Vec<i32> = schema
+        .admin()
+        .query(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' \
+             AND classid = $1 AND objid = $2 AND objsubid = 1 AND granted",
+            &[&hi, &lo],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let [pid] = pids[..] else {
+        panic!("one connection holds the lock: {pids:?}")
+    };
+    assert!(held_in_this_process(be.label(), pid));
+    drop(lock);
+    assert!(!held_in_this_process(be.label(), pid));
+    assert!(!be.writer_held("s1").unwrap());
+    assert!(!be.writer_held_elsewhere("s1").unwrap());
+}
+
 #[test]
 fn a_store_of_many_hosts_sees_one_log() {
     // Two stores (two "hosts") on one schema: live sessions on each, cold
