@@ -428,7 +428,6 @@ fn hash128(bytes: &[u8]) -> (u64, u64) {
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
-
     use crate::test_dir::TempDir;
 
     type Hook = Box<dyn FnMut(&Path)>;
