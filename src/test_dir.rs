@@ -25,7 +25,7 @@ impl TempDir {
     }
 
     /// `name` inside the directory.
-    pub fn join(&self, name: &str) -> PathBuf {
+    pub fn join(&self, name: impl AsRef<Path>) -> PathBuf {
         self.0.join(name)
     }
 

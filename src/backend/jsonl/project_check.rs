@@ -170,7 +170,7 @@ mod tests {
         let tmp = tempdir("cap");
         let projects: Vec<PathBuf> = (0..=MAX_KEPT)
             .map(|i| {
-                let p = tmp.join(&format!("p{i}"));
+                let p = tmp.join(format!("p{i}"));
                 std::fs::create_dir(&p).unwrap();
                 p
             })

@@ -646,6 +646,24 @@ mod tests {
         assert_eq!(c.agent_preset.as_deref(), Some("p"));
     }
 
+    /// A database file in `dir` in each journal mode, named after it.
+    fn file_configs(dir: &crate::test_dir::TempDir) -> Vec<(JournalMode, SqliteConfig)> {
+        [
+            JournalMode::Wal,
+            JournalMode::Delete,
+            JournalMode::Truncate,
+            JournalMode::Persist,
+        ]
+        .into_iter()
+        .map(|mode| {
+            let db = dir.join(format!("{}.db", mode.as_str()));
+            let mut config = SqliteConfig::new(db.to_str().unwrap());
+            config.journal_mode = mode;
+            (mode, config)
+        })
+        .collect()
+    }
+
     /// Reads run beside a busy connection only on a WAL database file: an
     /// in-memory database has one connection, and in a rollback journal
     /// mode a reader would wait for the writer anyway.
@@ -653,18 +671,10 @@ mod tests {
     fn concurrent_reads_only_on_a_wal_file() {
         assert!(!backend_with(&[]).concurrent_reads());
         let dir = crate::test_dir::TempDir::new("sqlite-concurrent-reads");
-        for (mode, side) in [
-            (JournalMode::Wal, true),
-            (JournalMode::Delete, false),
-            (JournalMode::Truncate, false),
-            (JournalMode::Persist, false),
-        ] {
-            let db = dir.join(&format!("{}.db", mode.as_str()));
-            let mut config = SqliteConfig::new(db.to_str().unwrap());
-            config.journal_mode = mode;
+        for (mode, config) in file_configs(&dir) {
             let be = SqliteBackend::open(&config).unwrap();
             be.initialise().unwrap();
-            assert_eq!(be.concurrent_reads(), side, "{mode:?}");
+            assert_eq!(be.concurrent_reads(), mode == JournalMode::Wal, "{mode:?}");
         }
     }
 
@@ -702,15 +712,7 @@ mod tests {
             ]
         };
         let dir = crate::test_dir::TempDir::new("sqlite-pragmas");
-        for mode in [
-            JournalMode::Wal,
-            JournalMode::Delete,
-            JournalMode::Truncate,
-            JournalMode::Persist,
-        ] {
-            let db = dir.join(&format!("{}.db", mode.as_str()));
-            let mut config = SqliteConfig::new(db.to_str().unwrap());
-            config.journal_mode = mode;
+        for (mode, mut config) in file_configs(&dir) {
             config.busy_timeout_ms = 1234;
             let be = SqliteBackend::open(&config).unwrap();
             be.initialise().unwrap();
