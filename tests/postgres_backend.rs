@@ -515,12 +515,36 @@ fn writer_locks_exclude_across_processes_and_die_with_their_holder() {
     assert!(!be.writer_held("s2").unwrap());
 }
 
+/// `SELECT what` for each server process holding the writer lock of `id`
+/// (found in `pg_locks` by its advisory key).
+fn on_writer_lock_holders<T: for<'a> postgres::types::FromSql<'a>>(
+    schema: &Schema,
+    id: &str,
+    what: &str,
+) -> Vec<T> {
+    use dsh_persist::backend::postgres::lock::{key_halves, lock_key};
+    let (hi, lo) = key_halves(lock_key(&schema.name, id));
+    schema
+        .admin()
+        .query(
+            &format!(
+                "SELECT {what} FROM pg_locks WHERE locktype = 'advisory' \
+                 AND classid = $1 AND objid = $2 AND objsubid = 1 AND granted"
+            ),
+            &[&hi, &lo],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
 /// A writer lock's guard releases the lock when dropped, at once (it
 /// unlocks before it closes its connection, so the release does not wait
 /// for the server to notice the closed socket), and the process forgets it.
 #[test]
 fn a_dropped_writer_lock_is_released_and_forgotten() {
-    use dsh_persist::backend::postgres::lock::{held_in_this_process, key_halves, lock_key};
+    use dsh_persist::backend::postgres::lock::{held_in_this_process, lock_key};
     let Some(url) = support::pg::url("a_dropped_writer_lock_is_released_and_forgotten") else {
         return;
     };
@@ -534,18 +558,7 @@ fn a_dropped_writer_lock_is_released_and_forgotten() {
         format!("PgWriterLock {{ id: \"s1\", key: {key} }}")
     );
     // The server process of the lock's connection.
-    let (hi, lo) = key_halves(key);
-    let pids: Vec<i32> = schema
-        .admin()
-        .query(
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' \
-             AND classid = $1 AND objid = $2 AND objsubid = 1 AND granted",
-            &[&hi, &lo],
-        )
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let pids: Vec<i32> = on_writer_lock_holders(&schema, "s1", "pid");
     let [pid] = pids[..] else {
         panic!("one connection holds the lock: {pids:?}")
     };
@@ -614,19 +627,7 @@ fn a_live_session_that_lost_its_writer_lock_writes_nothing() {
     live.append("turn/start", r#"{"turn":1}"#, &opts).unwrap();
     live.flush().unwrap();
     // The lock's connection, found by its advisory key.
-    let key = dsh_persist::backend::postgres::lock::lock_key(&schema.name, "lost");
-    let (hi, lo) = dsh_persist::backend::postgres::lock::key_halves(key);
-    let mut admin = schema.admin();
-    let killed: Vec<bool> = admin
-        .query(
-            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' \
-             AND classid = $1 AND objid = $2 AND objsubid = 1 AND granted",
-            &[&hi, &lo],
-        )
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let killed: Vec<bool> = on_writer_lock_holders(&schema, "lost", "pg_terminate_backend(pid)");
     assert_eq!(killed, [true], "one connection held the lock");
     live.append(
         "turn/end",
