@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dsh_persist::ErrorKind;
+use dsh_persist::backend::postgres::pool::Pool;
 use dsh_persist::backend::postgres::{PostgresBackend, PostgresConfig, SslMode};
 use dsh_persist::backend::{Backend, Expect, TornTail};
 use dsh_persist::model::event::Event;
@@ -649,4 +650,136 @@ fn a_live_session_that_lost_its_writer_lock_writes_nothing() {
     // And it stays refused: every retry finds the lock lost.
     assert!(live.flush().is_err());
     assert_eq!(live.abandon(), 1);
+}
+
+/// A pool of `max` connections on `config`, opened as the backend opens its
+/// own.
+fn pool_on(config: &PostgresConfig, max: usize) -> std::sync::Arc<Pool> {
+    let r = config.resolve().unwrap();
+    let tls = dsh_persist::backend::postgres::tls::connector(&r).unwrap();
+    let ident = dsh_persist::backend::postgres::schema::quote_ident(&config.schema);
+    std::sync::Arc::new(Pool::new(r, tls, ident, max))
+}
+
+/// Runs `pool.get()` on a thread of its own (the connection goes back when
+/// the thread ends): its server pid, or its error's kind; `None` while it
+/// is still waiting after `wait`.
+fn get_on_a_thread(
+    pool: &std::sync::Arc<Pool>,
+    wait: Duration,
+) -> (
+    Option<Result<i32, ErrorKind>>,
+    std::sync::mpsc::Receiver<Result<i32, ErrorKind>>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pool = pool.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(pool.get().map(|c| c.pid).map_err(|e| e.kind()));
+    });
+    (rx.recv_timeout(wait).ok(), rx)
+}
+
+/// A `get` that must not wait: its pid or error kind.
+fn get_now(pool: &std::sync::Arc<Pool>, what: &str) -> Result<i32, ErrorKind> {
+    get_on_a_thread(pool, Duration::from_secs(30))
+        .0
+        .unwrap_or_else(|| panic!("{what}: the get waited with a place free"))
+}
+
+/// The server pids of the connections named `app`, after waiting (up to
+/// 30 s) for the server to see the count come to `expected`.
+fn server_pids(url: &str, app: &str, expected: usize) -> Vec<i32> {
+    let mut admin = support::pg::admin(url);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pids: Vec<i32> = admin
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid",
+                &[&app],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        if pids.len() == expected || Instant::now() > deadline {
+            return pids;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The connection pool keeps at most `poolSize` connections: a `get`
+/// beyond it waits for the next one returned and takes it; an idle one is
+/// reused; a discarded or broken one is closed, not reused, and frees its
+/// place, as does a connect that fails; `close` closes the idle ones,
+/// refuses later gets, and closes one returned after it.
+#[test]
+fn the_pool_bounds_reuses_and_drops_its_connections() {
+    let Some(url) = support::pg::url("the_pool_bounds_reuses_and_drops_its_connections") else {
+        return;
+    };
+    let schema = Schema::new(&url, "pool");
+    let mut config = schema.config();
+    config.application_name = schema.name.clone();
+    let app = config.application_name.clone();
+    let pool = pool_on(&config, 2);
+    assert_eq!(pool.max(), 2);
+
+    let a = pool.get().unwrap();
+    let b = pool.get().unwrap();
+    let (a_pid, b_pid) = (a.pid, b.pid);
+    assert_ne!(a_pid, b_pid);
+    let mut both = vec![a_pid, b_pid];
+    both.sort();
+    assert_eq!(server_pids(&url, &app, 2), both);
+
+    // Both out: a third get waits, and takes the next one returned.
+    let (early, waiting) = get_on_a_thread(&pool, Duration::from_millis(300));
+    assert_eq!(early, None, "a get beyond poolSize must wait");
+    drop(a);
+    let taken = waiting.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(taken, Ok(a_pid));
+    // Returned again: reused, no third connection.
+    assert_eq!(get_now(&pool, "reuse"), Ok(a_pid));
+    assert_eq!(server_pids(&url, &app, 2), both);
+
+    // Discarded: closed, and its place goes to a new connection.
+    let mut a = pool.get().unwrap();
+    assert_eq!(a.pid, a_pid);
+    a.discard();
+    drop(a);
+    assert_eq!(server_pids(&url, &app, 1), vec![b_pid]);
+    let c_pid = get_now(&pool, "after a discard").unwrap();
+    assert!(c_pid != a_pid && c_pid != b_pid, "{c_pid}");
+
+    // Broken under us (the server ended it): not taken back, even unmarked.
+    let mut c = pool.get().unwrap();
+    assert_eq!(c.pid, c_pid);
+    support::pg::admin(&url)
+        .execute("SELECT pg_terminate_backend($1)", &[&c_pid])
+        .unwrap();
+    assert!(c.client.simple_query("SELECT 1").is_err());
+    drop(c);
+    let d_pid = get_now(&pool, "after a broken connection").unwrap();
+    assert!(![a_pid, b_pid, c_pid].contains(&d_pid), "{d_pid}");
+
+    // Closed: the idle one (d) closes now, the one out (b) when it comes
+    // back.
+    pool.close();
+    assert_eq!(server_pids(&url, &app, 1), vec![b_pid]);
+    assert_eq!(get_now(&pool, "closed"), Err(ErrorKind::Closed));
+    drop(b);
+    assert_eq!(server_pids(&url, &app, 0), Vec::<i32>::new());
+
+    // A connect that fails frees its place: the next get fails too, at once.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut nowhere = PostgresConfig::new(format!("postgresql://dsh@127.0.0.1:{port}/nowhere"));
+    nowhere.connect_timeout_ms = 2000;
+    let pool = pool_on(&nowhere, 1);
+    for attempt in ["first", "second"] {
+        assert_eq!(get_now(&pool, attempt), Err(ErrorKind::Io), "{attempt}");
+    }
 }
