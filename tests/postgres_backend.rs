@@ -661,16 +661,16 @@ fn pool_on(config: &PostgresConfig, max: usize) -> std::sync::Arc<Pool> {
     std::sync::Arc::new(Pool::new(r, tls, ident, max))
 }
 
+/// What a `get` came to: its connection's server pid, or its error's kind.
+type GetOutcome = Result<i32, ErrorKind>;
+
 /// Runs `pool.get()` on a thread of its own (the connection goes back when
-/// the thread ends): its server pid, or its error's kind; `None` while it
-/// is still waiting after `wait`.
+/// the thread ends): its outcome, or `None` while it is still waiting after
+/// `wait`, with the receiver that will get it.
 fn get_on_a_thread(
     pool: &std::sync::Arc<Pool>,
     wait: Duration,
-) -> (
-    Option<Result<i32, ErrorKind>>,
-    std::sync::mpsc::Receiver<Result<i32, ErrorKind>>,
-) {
+) -> (Option<GetOutcome>, std::sync::mpsc::Receiver<GetOutcome>) {
     let (tx, rx) = std::sync::mpsc::channel();
     let pool = pool.clone();
     std::thread::spawn(move || {
@@ -679,8 +679,8 @@ fn get_on_a_thread(
     (rx.recv_timeout(wait).ok(), rx)
 }
 
-/// A `get` that must not wait: its pid or error kind.
-fn get_now(pool: &std::sync::Arc<Pool>, what: &str) -> Result<i32, ErrorKind> {
+/// A `get` that must not wait: its outcome.
+fn get_now(pool: &std::sync::Arc<Pool>, what: &str) -> GetOutcome {
     get_on_a_thread(pool, Duration::from_secs(30))
         .0
         .unwrap_or_else(|| panic!("{what}: the get waited with a place free"))
