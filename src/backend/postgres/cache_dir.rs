@@ -53,8 +53,8 @@ mod tests {
 
     #[test]
     fn a_private_or_missing_directory_is_taken_a_shared_one_refused() {
-        let base = std::env::temp_dir().join(format!("dsh-pg-cache-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
+        let tmp = crate::test_dir::TempDir::new("pg-cache");
+        let base = tmp.join("cache");
         // Missing: taken (made on the first write).
         assert_eq!(
             store_cache_dir(&base, "store-1").unwrap(),
@@ -70,10 +70,23 @@ mod tests {
         let e = store_cache_dir(&base, "store-1").unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
         assert!(e.to_string().contains("not group/world-writable"), "{e}");
-        let file = base.join("file");
+        let file = tmp.join("file");
         std::fs::write(&file, b"x").unwrap();
         let e = store_cache_dir(&file, "store-1").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
         assert!(e.to_string().contains("is not a directory"), "{e}");
-        std::fs::remove_dir_all(&base).unwrap();
+        // A path that cannot be looked at (under a file) is not a missing
+        // one: an error naming it, not a directory to make later.
+        let under = file.join("cache");
+        let e = store_cache_dir(&under, "store-1").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Io);
+        let m = e.to_string();
+        assert!(
+            m.starts_with(&format!(
+                "cannot inspect PostgreSQL cacheDir \"{}\"",
+                under.display()
+            )),
+            "{m}"
+        );
     }
 }
