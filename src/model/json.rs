@@ -1485,6 +1485,70 @@ mod tests {
         assert_eq!(as_str(r#""\ud83d\ude00""#).unwrap().decode(), "😀");
     }
 
+    /// Every escape `JsonStr` decodes, to Rust (a lone surrogate becomes
+    /// U+FFFD) and to UTF-16 (where it stays), around multi-byte text; the
+    /// lone-surrogate test and `eq_str` agree with them.
+    #[test]
+    fn string_tokens_decode_every_escape() {
+        let lone = |units: &[u16]| char::decode_utf16(units.iter().copied()).any(|c| c.is_err());
+        // (token body, decoded, its UTF-16 units where a lone surrogate
+        // makes them differ from the decoded text's)
+        let cases: [(&str, &str, Option<&[u16]>); 17] = [
+            (r#"a\"b"#, "a\"b", None),
+            (r"\\", "\\", None),
+            (r"\/x\/", "/x/", None),
+            (r"\b\f\n\r\t", "\u{8}\u{c}\n\r\t", None),
+            (r"\u00e9x\u00E9", "\u{e9}x\u{e9}", None),
+            (r"\u0000\u001f\u007f", "\0\u{1f}\u{7f}", None),
+            (r"\uffff\u10000", "\u{ffff}\u{1000}0", None),
+            ("é\\n😀\\t€", "é\n😀\t€", None),
+            (r"\ud83d\ude00", "😀", None),
+            (r"\ud83d", "\u{fffd}", Some(&[0xd83d])),
+            (r"\ud83dx", "\u{fffd}x", Some(&[0xd83d, 0x78])),
+            (r"\ud83d\u0041", "\u{fffd}A", Some(&[0xd83d, 0x41])),
+            (r"\ud83d\n", "\u{fffd}\n", Some(&[0xd83d, 0xa])),
+            (r"\ude00", "\u{fffd}", Some(&[0xde00])),
+            (r"\ude00\ud83d", "\u{fffd}\u{fffd}", Some(&[0xde00, 0xd83d])),
+            (
+                r"\ud83d\ud83d\ude00",
+                "\u{fffd}😀",
+                Some(&[0xd83d, 0xd83d, 0xde00]),
+            ),
+            // An escaped backslash, then the letters of an escape: no escape.
+            (r"\\ud800", "\\ud800", None),
+        ];
+        for (body, decoded, units) in cases {
+            let token = format!("\"{body}\"");
+            let t = as_str(&token).unwrap_or_else(|| panic!("{token}"));
+            assert_eq!(t.raw(), body);
+            assert!(matches!(t.decode(), Cow::Owned(_)), "{token}");
+            assert_eq!(t.decode(), decoded, "{token}");
+            let utf16 = t.decode_utf16();
+            match units {
+                Some(u) => assert_eq!(utf16, u, "{token}"),
+                None => {
+                    assert_eq!(utf16, decoded.encode_utf16().collect::<Vec<_>>(), "{token}");
+                    let parsed: String = serde_json::from_str(&token).unwrap();
+                    assert_eq!(parsed, decoded, "{token}");
+                }
+            }
+            assert_eq!(t.has_lone_surrogate(), lone(&utf16), "{token}");
+            assert_eq!(t.has_lone_surrogate(), units.is_some(), "{token}");
+            assert!(t.eq_str(decoded), "{token}");
+            assert!(!t.eq_str(&format!("{decoded}.")), "{token}");
+            assert!(!t.eq_str(body) || body == decoded, "{token}");
+        }
+        // Nothing escaped: borrowed, and the same both ways.
+        let t = as_str("\"plain é😀\"").unwrap();
+        assert!(matches!(t.decode(), Cow::Borrowed("plain é😀")));
+        assert_eq!(
+            t.decode_utf16(),
+            "plain é😀".encode_utf16().collect::<Vec<_>>()
+        );
+        assert!(!t.has_lone_surrogate() && t.eq_str("plain é😀") && !t.eq_str("plain"));
+        assert!(!t.is_empty() && as_str("\"\"").unwrap().is_empty());
+    }
+
     #[test]
     fn safe_integers() {
         assert_eq!(as_safe_int("9007199254740991"), Some(MAX_SAFE_INTEGER));
