@@ -752,11 +752,12 @@ fn the_pool_bounds_reuses_and_drops_its_connections() {
     let c_pid = get_now(&pool, "after a discard").unwrap();
     assert!(c_pid != a_pid && c_pid != b_pid, "{c_pid}");
 
-    // Broken under us (the server ended it): not taken back, even unmarked.
+    // Broken under us (the server ended it; the call waits up to 10 s for
+    // the end): not taken back, even unmarked.
     let mut c = pool.get().unwrap();
     assert_eq!(c.pid, c_pid);
     support::pg::admin(&url)
-        .execute("SELECT pg_terminate_backend($1)", &[&c_pid])
+        .execute("SELECT pg_terminate_backend($1, 10000)", &[&c_pid])
         .unwrap();
     assert!(c.client.simple_query("SELECT 1").is_err());
     drop(c);
