@@ -784,3 +784,69 @@ fn the_pool_bounds_reuses_and_drops_its_connections() {
         assert_eq!(get_now(&pool, attempt), Err(ErrorKind::Io), "{attempt}");
     }
 }
+
+/// How a server's error becomes ours (`pg_error`: busy, conflict, invalid
+/// argument, or I/O, with the server's message and code) and whether an
+/// operation that met it may run again (`retryable`), for each SQLSTATE the
+/// mapping names, raised by the test server itself, and for a connection
+/// that broke (no SQLSTATE).
+#[test]
+fn server_errors_map_to_kinds_and_retries() {
+    use dsh_persist::backend::postgres::pool::{pg_error, retryable};
+    let Some(url) = support::pg::url("server_errors_map_to_kinds_and_retries") else {
+        return;
+    };
+    let mut admin = support::pg::admin(&url);
+    let cases = [
+        ("40001", ErrorKind::Busy, true),
+        ("40P01", ErrorKind::Busy, true),
+        ("55P03", ErrorKind::Busy, false),
+        ("23505", ErrorKind::Conflict, false),
+        ("22021", ErrorKind::InvalidArgument, false),
+        ("22P05", ErrorKind::InvalidArgument, false),
+        ("08006", ErrorKind::Io, true),
+        ("08000", ErrorKind::Io, true),
+        ("57P01", ErrorKind::Io, true),
+        ("57P02", ErrorKind::Io, true),
+        ("57P03", ErrorKind::Io, true),
+        ("57P04", ErrorKind::Io, false),
+        ("42601", ErrorKind::Io, false),
+        ("XX000", ErrorKind::Io, false),
+    ];
+    for (code, kind, retry) in cases {
+        let e = admin
+            .batch_execute(&format!(
+                "DO $$ BEGIN RAISE EXCEPTION 'raised %', '{code}' USING ERRCODE = '{code}'; END $$"
+            ))
+            .unwrap_err();
+        let ours = pg_error("server", "cannot do it", &e);
+        assert_eq!((ours.kind(), retryable(&e)), (kind, retry), "{code}");
+        assert_eq!(
+            ours.to_string(),
+            format!("server: cannot do it: raised {code} ({code})"),
+            "{code}"
+        );
+    }
+    // A connection the server ended: the client's error after the first
+    // (which may carry the server's farewell, 57P01) has no SQLSTATE; an I/O
+    // error with every cause, and one to retry on a fresh connection.
+    let pid: i32 = admin
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    support::pg::admin(&url)
+        .execute("SELECT pg_terminate_backend($1, 10000)", &[&pid])
+        .unwrap();
+    assert!(admin.simple_query("SELECT 1").is_err());
+    let e = admin.simple_query("SELECT 1").unwrap_err();
+    assert!(e.as_db_error().is_none(), "{e:?}");
+    let ours = pg_error("server", "cannot do it", &e);
+    assert_eq!((ours.kind(), retryable(&e)), (ErrorKind::Io, true));
+    let causes: String = std::iter::successors(std::error::Error::source(&e), |c| c.source())
+        .map(|c| format!(": {c}"))
+        .collect();
+    assert_eq!(
+        ours.to_string(),
+        format!("server: cannot do it: {e}{causes}")
+    );
+}
