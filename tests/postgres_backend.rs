@@ -712,7 +712,8 @@ fn server_pids(url: &str, app: &str, expected: usize) -> Vec<i32> {
 /// beyond it waits for the next one returned and takes it; an idle one is
 /// reused; a discarded or broken one is closed, not reused, and frees its
 /// place, as does a connect that fails; `close` closes the idle ones,
-/// refuses later gets, and closes one returned after it.
+/// refuses later gets, and closes one returned after it (and closes a pool
+/// with nothing open).
 #[test]
 fn the_pool_bounds_reuses_and_drops_its_connections() {
     let Some(url) = support::pg::url("the_pool_bounds_reuses_and_drops_its_connections") else {
@@ -783,6 +784,9 @@ fn the_pool_bounds_reuses_and_drops_its_connections() {
     for attempt in ["first", "second"] {
         assert_eq!(get_now(&pool, attempt), Err(ErrorKind::Io), "{attempt}");
     }
+    // Closed with nothing open.
+    pool.close();
+    assert_eq!(get_now(&pool, "closed, never open"), Err(ErrorKind::Closed));
 }
 
 /// How a server's error becomes ours (`pg_error`: busy, conflict, invalid
