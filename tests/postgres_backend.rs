@@ -712,8 +712,8 @@ fn server_pids(url: &str, app: &str, expected: usize) -> Vec<i32> {
 /// beyond it waits for the next one returned and takes it; an idle one is
 /// reused; a discarded or broken one is closed, not reused, and frees its
 /// place, as does a connect that fails; `close` closes the idle ones,
-/// refuses later gets, and closes one returned after it (and closes a pool
-/// with nothing open).
+/// refuses later gets and any waiting, and closes one returned after it
+/// (and closes a pool with nothing open).
 #[test]
 fn the_pool_bounds_reuses_and_drops_its_connections() {
     let Some(url) = support::pg::url("the_pool_bounds_reuses_and_drops_its_connections") else {
@@ -771,6 +771,17 @@ fn the_pool_bounds_reuses_and_drops_its_connections() {
     assert_eq!(server_pids(&url, &app, 1), vec![b_pid]);
     assert_eq!(get_now(&pool, "closed"), Err(ErrorKind::Closed));
     drop(b);
+    assert_eq!(server_pids(&url, &app, 0), Vec::<i32>::new());
+
+    // A get waiting for a place when the pool closes is refused at once.
+    let pool = pool_on(&config, 1);
+    let held = pool.get().unwrap();
+    let (early, waiting) = get_on_a_thread(&pool, Duration::from_millis(300));
+    assert_eq!(early, None, "a get beyond poolSize must wait");
+    pool.close();
+    let refused = waiting.recv_timeout(Duration::from_secs(30));
+    assert_eq!(refused, Ok(Err(ErrorKind::Closed)));
+    drop(held);
     assert_eq!(server_pids(&url, &app, 0), Vec::<i32>::new());
 
     // A connect that fails frees its place: the next get fails too, at once.
