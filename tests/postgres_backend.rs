@@ -248,6 +248,30 @@ fn an_unreachable_server_is_an_io_error_naming_it() {
         e.to_string().contains("password authentication failed"),
         "{e}"
     );
+
+    // A port that accepts connections and never answers (the driver's own
+    // timeout covers only the TCP connect): refused after connectTimeoutMs,
+    // not waited on for ever.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let mut c = PostgresConfig::new(format!("postgresql://dsh@127.0.0.1:{port}/silent"));
+    c.connect_timeout_ms = 300;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let opened = Store::open(StoreConfig::with_backend(BackendConfig::Postgres(c)));
+        let _ = tx.send(opened.err().map(|e| (e.kind(), e.to_string())));
+    });
+    let (kind, m) = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("an open against a silent server must give up")
+        .expect("and fail");
+    assert_eq!(kind, ErrorKind::Io);
+    assert!(
+        m.starts_with(&format!(
+            "PostgreSQL server at 127.0.0.1:{port} (database \"silent\", schema \"dsh\"): cannot connect: the connection was not set up within 300 ms (connectTimeoutMs)"
+        )),
+        "{m}"
+    );
 }
 
 #[test]

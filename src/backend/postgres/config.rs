@@ -85,7 +85,8 @@ pub struct PostgresConfig {
     /// a live session's writer lock holds one more of its own).
     pub pool_size: usize,
     /// How long one connection attempt may take (`connectTimeoutMs`,
-    /// default 5,000 ms).
+    /// default 5,000 ms) per host of the URL: the TCP connect, TLS and the
+    /// startup together ([`super::deadline`]).
     pub connect_timeout_ms: u64,
     /// `sslMode` (default `prefer`).
     pub ssl_mode: Option<SslMode>,

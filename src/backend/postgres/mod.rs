@@ -25,12 +25,14 @@
 //!   decoded or judged) replaces the fold.
 //!
 //! Files: [`config`] (URL, schema, pool, TLS settings), [`tls`], [`pool`]
-//! (connections, error mapping), [`schema`] (tables, identity), [`reader`],
+//! (connections, error mapping), [`deadline`] (a connection attempt
+//! bounded as a whole), [`schema`] (tables, identity), [`reader`],
 //! [`writer`], [`lock`], [`scan`] (the read-only walk of `verify`),
 //! [`cache_dir`].
 
 pub mod cache_dir;
 pub mod config;
+pub mod deadline;
 pub mod lock;
 pub mod manage;
 pub mod pool;

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 
+use super::deadline;
 use super::tls::Connector;
 use parking_lot::{Condvar, Mutex};
 use postgres::{Client, Statement};
@@ -43,7 +44,7 @@ impl Conn {
 /// configured, then `synchronous_commit = on` (checked) and the store's
 /// schema as `search_path`.
 pub fn connect(r: &Resolved, tls: &Connector, schema_ident: &str) -> Result<Conn> {
-    let mut client = r.pg.connect(tls.clone()).map_err(|e| connect_error(r, e))?;
+    let mut client = deadline::connect_within(r, tls)?.map_err(|e| connect_error(r, e))?;
     let setup = format!("SET synchronous_commit = on; SET search_path TO {schema_ident}");
     client
         .batch_execute(&setup)
