@@ -268,7 +268,7 @@ fn an_unreachable_server_is_an_io_error_naming_it() {
     assert_eq!(kind, ErrorKind::Io);
     assert!(
         m.starts_with(&format!(
-            "PostgreSQL server at 127.0.0.1:{port} (database \"silent\", schema \"dsh\"): cannot connect: the connection was not set up within 300 ms (connectTimeoutMs)"
+            "PostgreSQL server at 127.0.0.1:{port} (database \"silent\", schema \"dsh\"): cannot connect: no connection within 300 ms (connectTimeoutMs)"
         )),
         "{m}"
     );

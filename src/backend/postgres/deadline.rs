@@ -106,7 +106,7 @@ fn connect_counted(
         _ => {
             abandoned.fetch_add(1, Ordering::SeqCst);
             Err(Error::io_msg(format!(
-                "{}: cannot connect: the connection was not set up within {} ms (connectTimeoutMs); something accepts connections there but does not answer them",
+                "{}: cannot connect: no connection within {} ms (connectTimeoutMs); the server, or something listening in its place, did not answer in time",
                 r.label,
                 limit.as_millis()
             )))
@@ -149,7 +149,7 @@ mod tests {
             assert_eq!(
                 e.to_string(),
                 format!(
-                    "{}: cannot connect: the connection was not set up within 200 ms (connectTimeoutMs); something accepts connections there but does not answer them",
+                    "{}: cannot connect: no connection within 200 ms (connectTimeoutMs); the server, or something listening in its place, did not answer in time",
                     r.label
                 )
             );
