@@ -208,16 +208,18 @@ fn schemas_that_are_not_ours_are_refused_untouched() {
     assert!(ids.iter().all(|i| *i == ids[0]), "{ids:?}");
 }
 
+/// A local port nothing listens on.
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
 #[test]
 fn an_unreachable_server_is_an_io_error_naming_it() {
     if support::pg::url("an_unreachable_server_is_an_io_error").is_none() {
         return;
     }
-    // A port nothing listens on.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = closed_port();
     let mut c = PostgresConfig::new(format!(
         "postgresql://dsh:secret-pw@127.0.0.1:{port}/nowhere"
     ));
@@ -809,10 +811,7 @@ fn the_pool_bounds_reuses_and_drops_its_connections() {
     assert_eq!(server_pids(&url, &app, 0), Vec::<i32>::new());
 
     // A connect that fails frees its place: the next get fails too, at once.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = closed_port();
     let mut nowhere = PostgresConfig::new(format!("postgresql://dsh@127.0.0.1:{port}/nowhere"));
     nowhere.connect_timeout_ms = 2000;
     let pool = pool_on(&nowhere, 1);
